@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from decimal import ROUND_FLOOR, Decimal
+from decimal import Decimal
 
 from ibi.core.errors import InvalidGranularity
 
@@ -18,9 +18,14 @@ TEN = Decimal(10)
 MAX_FRACTION_DIGITS = 9
 
 
-def _int(value: Decimal) -> Decimal:
-    """INT(x): the integer part (dates are non-negative, so this is the floor)."""
-    return value.to_integral_value(rounding=ROUND_FLOOR)
+def _int(dividend: Decimal, divisor: Decimal) -> Decimal:
+    """INT(dividend/divisor) for non-negative dates, computed exactly.
+
+    ``dividend // divisor`` is the integer part of the exact quotient; ``dividend / divisor``
+    would first round to the context's 28 digits, and INT of 1287587646.999999999999999999999
+    would come out as 1287587647.
+    """
+    return dividend // divisor
 
 
 class Granularity:
@@ -35,7 +40,7 @@ class Granularity:
             raise InvalidGranularity(f"{value!r} is not a number") from None
         if not r.is_finite() or r <= 0:
             raise InvalidGranularity(f"{value!r} must be 60, 1, 0.1, 0.01, ... seconds")
-        sign, digits, exponent = r.normalize().as_tuple()
+        _sign, digits, exponent = r.normalize().as_tuple()
         assert isinstance(exponent, int)
         is_power_of_ten = digits == (1,) and -MAX_FRACTION_DIGITS <= exponent <= 0
         if r != MINUTE and not is_power_of_ten:
@@ -74,9 +79,9 @@ def next_date_for_suffix(
 ) -> Distribution:
     """Algorithm 4, lines 1-17, without the WAIT (the caller waits ``delay``)."""
     r = granularity.value
-    rounded = r * _int(current_date / r)  # 1
+    rounded = r * _int(current_date, r)  # 1
     last = rounded - r if last_date is None else last_date  # 2-3
-    last = r * _int(last / r)  # 4
+    last = r * _int(last, r)  # 4
     creation = max(last + r, rounded)  # 5
     short = creation  # 8
     s = r  # 9
@@ -88,7 +93,7 @@ def next_date_for_suffix(
         t = short  # 13
         if s > MINUTE:  # 14
             break
-        short = s * _int(creation / s)  # 15
+        short = s * _int(creation, s)  # 15
     return Distribution(creation_date=creation, date_for_suffix=t)  # 16-17
 
 

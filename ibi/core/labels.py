@@ -221,10 +221,20 @@ def _parse_rep_suffix(suffix: str) -> tuple[str, Decimal]:
         raise InvalidIBI("suffix", f"{suffix!r} is not a calendar date: {error}") from None
     if int(year) < 1970:
         raise InvalidIBI("suffix", f"{suffix!r} is before 1970")
+    # Algorithm 2 writes no leading zero in the year, no ".00" without a fraction and only
+    # the significant digits of a fraction (§7.1): anything else would be a second label
+    # for the same date.
+    if year.startswith("0"):
+        raise InvalidIBI("suffix", f"{suffix!r}: the year has a leading zero")
+    if second == "00" and fraction is None:
+        raise InvalidIBI("suffix", f"{suffix!r}: seconds 00 are written by leaving them out")
+    if fraction is not None and fraction.endswith("0"):
+        raise InvalidIBI("suffix", f"{suffix!r}: the fraction of a second ends with a zero")
     seconds = calendar.timegm(moment.timetuple())
-    date = Decimal(seconds)
-    if fraction is not None:
-        date += Decimal(f"0.{fraction}")
+    # Built from its text, so exact whatever the number of digits (no context rounding).
+    date = Decimal(f"{seconds}.{fraction}" if fraction is not None else seconds)
+    if date > MAX_DATE:
+        raise InvalidIBI("suffix", f"{suffix!r} codes a date after {MAX_DATE}")
     return suffix, date
 
 
@@ -291,7 +301,7 @@ def _decode_ibip_suffix(suffix: str) -> Decimal:
                 f"fraction {coded_fraction!r} codes {digits}, which is not 1 followed by the "
                 "significant digits of a fraction of a second",
             )
-        date += Decimal("0." + digits[1:])
+        date = Decimal(f"{date}.{digits[1:]}")  # exact, whatever the number of digits
     if date > MAX_DATE:
         raise InvalidIBI("suffix", f"{suffix!r} codes a date after the year 9999")
     return date

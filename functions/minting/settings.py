@@ -1,0 +1,65 @@
+"""The minting function's configuration: read once from the environment, validated."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from ibi.core.errors import InvalidInput
+from ibi.core.subsystem import Subsystem, check_distinct
+
+MAX_COUNT = 1000
+
+
+class ConfigurationError(RuntimeError):
+    """The deployment's configuration is wrong; the function cannot serve."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    state_table: str
+    record_table: str
+    idempotency_table: str
+    subsystems: Mapping[str, Subsystem]
+    default_subsystem: str
+    max_wait: Decimal = Decimal(5)
+    idempotency_ttl_seconds: int = 7 * 24 * 3600
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        try:
+            return cls._parse(env)
+        except (InvalidInput, KeyError, ValueError, InvalidOperation) as error:
+            raise ConfigurationError(f"invalid minting configuration: {error}") from error
+
+    @classmethod
+    def _parse(cls, env: Mapping[str, str]) -> Settings:
+        missing = [
+            name
+            for name in ("IBI_STATE_TABLE", "IBI_RECORD_TABLE", "IBI_IDEMPOTENCY_TABLE")
+            if not env.get(name)
+        ]
+        if missing:
+            raise KeyError(f"environment variable(s) {missing} not set")
+        raw = json.loads(env.get("IBI_SUBSYSTEMS", "[]"))
+        if not isinstance(raw, list):
+            raise ValueError("IBI_SUBSYSTEMS must be a JSON list of subsystems")
+        subsystems = check_distinct(Subsystem.from_mapping(item) for item in raw)
+        default = env.get("IBI_DEFAULT_SUBSYSTEM") or next(iter(subsystems))
+        if default not in subsystems:
+            raise ValueError(f"IBI_DEFAULT_SUBSYSTEM {default!r} is not one of {list(subsystems)}")
+        max_wait = Decimal(env.get("IBI_MAX_WAIT_SECONDS", "5"))
+        if not max_wait.is_finite() or not Decimal(0) <= max_wait <= Decimal(20):
+            raise ValueError("IBI_MAX_WAIT_SECONDS must be between 0 and 20")
+        return cls(
+            state_table=env["IBI_STATE_TABLE"],
+            record_table=env["IBI_RECORD_TABLE"],
+            idempotency_table=env["IBI_IDEMPOTENCY_TABLE"],
+            subsystems=subsystems,
+            default_subsystem=default,
+            max_wait=max_wait,
+        )

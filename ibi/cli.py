@@ -1,0 +1,296 @@
+"""``ibi``: the command line of the IBI system.
+
+``label`` and ``inspect`` print the contract outputs that conformance suites read; ``mint``
+and ``mints`` talk to a minting API; ``local`` runs the services on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ibi import __version__
+from ibi.core.dates import format_date, iso_date, parse_date
+from ibi.core.distributor import Granularity, TemporalDistributor
+from ibi.core.errors import InvalidIBI, InvalidInput
+from ibi.core.labels import DEFAULT_IBIP_PORT, DEFAULT_REP_PORT, IBI, parse_label
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"ibi: {message} (see `{self.prog} --help`)\n")
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value) + "\n")
+
+
+# ---------------------------------------------------------------------------- label
+
+
+def _port(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number")
+    return int(text)
+
+
+def _labels(args: argparse.Namespace, date: Decimal) -> dict[str, str]:
+    ibi = IBI.build(
+        date, host=args.host, rep_port=args.rep_port, ip=args.ip, ibip_port=args.ibip_port
+    )
+    forms: dict[str, str] = {}
+    if ibi.rep is not None:
+        forms["rep"] = ibi.rep
+    if ibi.ibip is not None:
+        forms["ibip"] = ibi.ibip
+    return forms
+
+
+def _parse_at(text: str) -> tuple[Decimal, Granularity | None]:
+    date_text, at, granularity = text.partition("@")
+    date = parse_date(date_text, "--at")
+    return date, (Granularity(granularity) if at else None)
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    if (args.date is None) == (not args.at):
+        raise CommandError("give either --date EPOCH, or one or more --at EPOCH[@R]")
+    if args.date is not None:
+        date = parse_date(args.date, "--date")
+        row: dict[str, str] = {"date": format_date(date), **_labels(args, date)}
+        if args.json:
+            _print_json(row)
+        else:
+            sys.stdout.write("\n".join(v for k, v in row.items() if k != "date") + "\n")
+        return EXIT_OK
+    distributor = TemporalDistributor(Granularity(args.granularity))
+    requests = [_parse_at(text) for text in args.at]
+    for request, distribution in distributor.replay(requests):
+        date = distribution.date_for_suffix
+        row = {"request": format_date(request), "date": format_date(date), **_labels(args, date)}
+        if args.json:
+            _print_json(row)
+        else:
+            sys.stdout.write(" ".join(row.values()) + "\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- inspect
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    try:
+        label = parse_label(args.label)
+    except InvalidIBI as error:
+        raise CommandError(f"invalid IBI {args.label!r}: {error}") from None
+    info: dict[str, Any] = {
+        "form": label.form,
+        "label": label.label,
+        "prefix": label.prefix,
+        "suffix": label.suffix,
+        "date": format_date(label.date),
+        "iso": iso_date(label.date),
+    }
+    if label.form == "rep":
+        info.update(host=label.host, port=label.port)
+    else:
+        info.update(ip=label.ip, port=label.port)
+    if args.json:
+        _print_json(info)
+    else:
+        width = max(len(key) for key in info)
+        for key, value in info.items():
+            sys.stdout.write(f"{key:<{width}}  {value}\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- mint, mints
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from ibi.client import MintingClient
+
+    endpoint = args.endpoint or os.environ.get("IBI_MINT_ENDPOINT")
+    if not endpoint:
+        raise CommandError("--endpoint URL (or IBI_MINT_ENDPOINT) names the minting API")
+    return MintingClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
+
+
+def cmd_mint(args: argparse.Namespace) -> int:
+    if not 1 <= args.count <= 1000:
+        raise CommandError("--count must be from 1 to 1000")
+    # Without a key of the caller's, one per invocation: this command's own retries
+    # can then never mint twice.
+    key = args.idempotency_key or f"ibi-cli-{uuid.uuid4()}"
+    answer = _client(args).mint(subsystem=args.subsystem, count=args.count, idempotency_key=key)
+    if args.json:
+        _print_json(answer)
+        return EXIT_OK
+    for ibi in answer["ibis"]:
+        forms = [ibi["rep"], ibi["ibip"]] if args.form == "both" else [ibi[args.form]]
+        sys.stdout.write(" ".join(forms) + "\n")
+    return EXIT_OK
+
+
+def cmd_mints(args: argparse.Namespace) -> int:
+    client = _client(args)
+    shown = 0
+    for record in client.records(subsystem=args.subsystem, after=args.after):
+        for ibi in record["ibis"]:
+            row = {
+                **ibi,
+                "subsystem": record["subsystem"],
+                "requester": record["requester"],
+                "idempotency_key": record["idempotency_key"],
+                "recorded_at": record["recorded_at"],
+            }
+            if args.json:
+                _print_json(row)
+            else:
+                sys.stdout.write(
+                    f"{ibi['iso']} {ibi['rep']} {ibi['ibip']} {record['requester']}"
+                    f" {record['idempotency_key'] or '-'}\n"
+                )
+            shown += 1
+            if args.limit and shown >= args.limit:
+                return EXIT_OK
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- local
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from ibi.local.federation import LocalFederation
+
+    federation = LocalFederation(
+        data_dir=Path(args.data_dir), minting_port=args.port, log_level=args.log_level
+    ).start()
+
+    def stop(signum: int, _: object) -> None:
+        federation.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    sys.stdout.write(federation.describe() + "\n")
+    sys.stdout.flush()
+    federation.wait()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- the parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ibi", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"ibi {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    label = commands.add_parser(
+        "label",
+        help="make the labels of a date, or dry-run a fresh identification subsystem",
+        description=(
+            "With --date: the rep and ibip labels of that date. With --at (repeatable): "
+            "run the temporal distributor (Algorithm 4) of a fresh subsystem over those "
+            "request dates; EPOCH@R changes the granularity from that request on."
+        ),
+    )
+    label.add_argument("--date", metavar="EPOCH", help="seconds since 1970, e.g. 1287588115.047")
+    label.add_argument("--at", metavar="EPOCH[@R]", action="append", default=[])
+    label.add_argument("--granularity", metavar="R", default="1", help="60, 1, 0.1, ... (1)")
+    label.add_argument("--host", help="host name of the subsystem (rep form)")
+    label.add_argument("--rep-port", type=_port, default=DEFAULT_REP_PORT, metavar="N")
+    label.add_argument("--ip", help="IPv4 or IPv6 address of the subsystem (ibip form)")
+    label.add_argument("--ibip-port", type=_port, default=DEFAULT_IBIP_PORT, metavar="N")
+    label.add_argument("--json", action="store_true", help="JSON (one object per line)")
+    label.set_defaults(run=cmd_label)
+
+    inspect = commands.add_parser("inspect", help="decode an IBI: where and when it was minted")
+    inspect.add_argument("label", metavar="LABEL")
+    inspect.add_argument("--json", action="store_true")
+    inspect.set_defaults(run=cmd_inspect)
+
+    def api_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--endpoint", metavar="URL", help="minting API (IBI_MINT_ENDPOINT)")
+        sign = command.add_mutually_exclusive_group()
+        sign.add_argument(
+            "--sign",
+            action="store_true",
+            default=None,
+            help="always sign with SigV4 (default: when the endpoint is an AWS API)",
+        )
+        sign.add_argument("--no-sign", dest="sign", action="store_false")
+        command.add_argument("--region", help="AWS region for signing (from the endpoint)")
+        command.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+        command.add_argument("--subsystem", metavar="NAME", help="identification subsystem")
+        command.add_argument("--json", action="store_true")
+
+    mint = commands.add_parser("mint", help="mint IBIs through a minting API")
+    api_options(mint)
+    mint.add_argument("--count", type=int, default=1, metavar="N", help="1-1000 (1)")
+    mint.add_argument(
+        "--idempotency-key",
+        metavar="K",
+        help="the same key returns the same IBIs, never new ones (default: one per call)",
+    )
+    mint.add_argument("--form", choices=["both", "rep", "ibip"], default="both")
+    mint.set_defaults(run=cmd_mint)
+
+    mints = commands.add_parser("mints", help="list the record of minted IBIs")
+    api_options(mints)
+    mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
+    mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
+    mints.set_defaults(run=cmd_mints)
+
+    local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
+    local.add_argument(
+        "--data-dir", default=os.environ.get("IBI_DATA_DIR", ".ibi-data"), metavar="DIR"
+    )
+    local.add_argument("--port", type=_port, default=8800, help="minting API port (8800)")
+    local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
+    local.set_defaults(run=cmd_local)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ibi.client import ApiError
+
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.run(args)
+        return status
+    except CommandError as error:
+        sys.stderr.write(f"ibi: {error}\n")
+        return error.status
+    except InvalidInput as error:
+        sys.stderr.write(f"ibi: {error}\n")
+        return EXIT_USAGE
+    except ApiError as error:
+        sys.stderr.write(f"ibi: {error}\n")
+        return EXIT_FAILED
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
