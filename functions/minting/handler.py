@@ -84,7 +84,7 @@ def create_app(service_provider: Callable[[], MintingService]) -> APIGatewayHttp
             body,
             requester=requester(),
             request_id=event.request_context.request_id,
-            idempotency_key=event.get_header_value("idempotency-key"),
+            idempotency_key=event.headers.get("idempotency-key"),
         )
         result = service_provider().mint(request)
         if result.replayed:

@@ -274,8 +274,13 @@ class MintingService:
                     )
             except StateConflict as conflict:
                 self._on_conflict()
-                previous = conflict.current
-                self._sleep(self._rng.uniform(0, min(0.2, 0.005 * 2**attempt)))
+                if attempt == 0:  # the winner's date was just written: retry with it at once
+                    previous = conflict.current
+                    continue
+                # Still contended: back off (full jitter), then read the newest date.
+                self._sleep(self._rng.uniform(0, min(0.1, 0.002 * 2**attempt)))
+                with store_unavailable():
+                    previous = self.store.last_date(subsystem.name)
                 continue
             record = MintRecord(
                 subsystem=subsystem.name,

@@ -6,10 +6,14 @@ dynalite (npm) speaks the DynamoDB API over LevelDB files, so local data survive
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from types import TracebackType
@@ -66,6 +70,29 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     raise LocalStoreError(f"nothing answered on {LOOPBACK}:{port} within {timeout}s")
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM when the parent dies (even kill -9)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _stop_leftover(pidfile: Path) -> None:
+    """A store left running by an earlier run that was killed holds its files: stop it."""
+    try:
+        pid = int(pidfile.read_text().strip())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return
+    if b"dynalite" not in command:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.05)
+
+
 class Dynalite:
     """A dynalite server on loopback keeping its tables in ``path``."""
 
@@ -79,8 +106,13 @@ class Dynalite:
     def endpoint(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
+    @property
+    def _pidfile(self) -> Path:
+        return self.path.parent / f"{self.path.name}.pid"
+
     def start(self) -> Dynalite:
         self.path.mkdir(parents=True, exist_ok=True)
+        _stop_leftover(self._pidfile)
         command = [
             str(find_node_tool("dynalite")),
             "--host",
@@ -96,8 +128,9 @@ class Dynalite:
             command,
             stdout=self._log or subprocess.DEVNULL,
             stderr=self._log or subprocess.DEVNULL,
-            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
         )
+        self._pidfile.write_text(f"{self._process.pid}\n")
         wait_for_port(self.port, self._process)
         return self
 
@@ -111,6 +144,7 @@ class Dynalite:
             self._process.kill()
             self._process.wait()
         self._process = None
+        self._pidfile.unlink(missing_ok=True)
 
     def client(self) -> Any:
         return boto3.client(

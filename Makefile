@@ -1,0 +1,61 @@
+# ibi — the two commands a newcomer needs are `make run` and `make test`.
+# Both set everything up first (Python venv, node tools, Lambda wheels), idempotently.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := .cache/stamps
+
+export CDK_DISABLE_CLI_TELEMETRY := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup run test lint typecheck unit integration e2e infra synth bench clean
+
+setup: $(STAMP)/venv $(STAMP)/node $(STAMP)/wheelhouse
+
+$(STAMP)/venv: pyproject.toml
+	@mkdir -p $(STAMP)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+$(STAMP)/node: package.json package-lock.json
+	@mkdir -p $(STAMP)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Lambda dependencies for arm64, downloaded once so that `cdk synth` bundles offline.
+$(STAMP)/wheelhouse: functions/minting/requirements.txt $(STAMP)/venv
+	$(BIN)/python -m infra.bundling --download
+	@touch $@
+
+## The main job: minting service (and, as they land, Archives and resolver) on 127.0.0.1.
+run: setup
+	$(BIN)/ibi local
+
+## Everything CI checks: lint, format, types, then every test (unit, integration, infra, e2e).
+test: setup lint typecheck
+	$(BIN)/pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest tests/unit
+integration: setup
+	$(BIN)/pytest tests/integration
+e2e: setup
+	$(BIN)/pytest tests/e2e
+infra: setup
+	$(BIN)/pytest tests/infra
+
+synth: setup
+	CDK_OUTDIR=cdk.out $(BIN)/python app.py
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,78 @@
+"""Shared fixtures. No test reaches AWS: credentials are fake and the region is fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+
+from functions.minting.service import MintingService
+from ibi.core.distributor import Granularity
+from ibi.core.subsystem import Subsystem, check_distinct
+from tests.fakes import FakeClock, MemoryMintStore
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"  # noqa: S105 - moto's fake credentials
+os.environ.pop("AWS_PROFILE", None)
+os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+SUBSYSTEMS = [
+    {"name": "default", "host": "ibi.example.org", "ip": "192.0.2.10", "granularity": "0.001"},
+    {
+        "name": "classic",
+        "host": "mtc-m18.sid.inpe.br",
+        "ip": "150.163.34.243",
+        "granularity": "1",
+    },
+]
+TABLES = {"state": "mint-state", "record": "mint-record", "idempotency": "mint-idempotency"}
+
+
+def minting_environment(max_wait: str = "5") -> dict[str, str]:
+    return {
+        "IBI_STATE_TABLE": TABLES["state"],
+        "IBI_RECORD_TABLE": TABLES["record"],
+        "IBI_IDEMPOTENCY_TABLE": TABLES["idempotency"],
+        "IBI_SUBSYSTEMS": json.dumps(SUBSYSTEMS),
+        "IBI_DEFAULT_SUBSYSTEM": "default",
+        "IBI_MAX_WAIT_SECONDS": max_wait,
+    }
+
+
+@pytest.fixture
+def subsystems() -> dict[str, Subsystem]:
+    return check_distinct(Subsystem.from_mapping(item) for item in SUBSYSTEMS)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store() -> MemoryMintStore:
+    return MemoryMintStore()
+
+
+@pytest.fixture
+def service(
+    store: MemoryMintStore, subsystems: dict[str, Subsystem], clock: FakeClock
+) -> Iterator[MintingService]:
+    yield MintingService(
+        store,
+        subsystems,
+        default_subsystem="default",
+        clock=clock,
+        sleep=clock.sleep,
+        max_wait=Decimal(5),
+    )
+
+
+def granularity(text: str) -> Granularity:
+    return Granularity(text)

@@ -1,0 +1,150 @@
+"""End to end: `ibi local` as a user runs it, and `ibi mint` as a CI pipeline runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from ibi.client import MintingClient
+from ibi.core.labels import parse_label
+from ibi.local.stores import free_port
+
+pytestmark = pytest.mark.e2e
+
+IBI = [sys.executable, "-m", "ibi.cli"]
+
+
+class LocalRun:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> LocalRun:
+        self.process = subprocess.Popen(
+            [*IBI, "local", "--data-dir", str(self.data_dir), "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.process.stdout is not None
+        banner = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                raise AssertionError("ibi local exited:\n" + "".join(banner))
+            banner.append(line)
+            if line.startswith("Try:"):
+                return self
+        raise AssertionError("ibi local did not start:\n" + "".join(banner))
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is None:
+            return
+        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its dynalite
+        self.process.wait(timeout=20)
+        self.process = None
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Iterator[LocalRun]:
+    run = LocalRun(tmp_path / "data", free_port()).start()
+    yield run
+    run.stop()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*IBI, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_ibi_mint_prints_ibis_from_ibi_local(local: LocalRun) -> None:
+    done = cli("mint", "--endpoint", local.endpoint, "--count", "3")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        rep, ibip = line.split()
+        assert parse_label(rep).date == parse_label(ibip).date
+        assert parse_label(rep).port == local.port and parse_label(ibip).ip == "127.0.0.1"
+    as_json = json.loads(cli("mint", "--endpoint", local.endpoint, "--json").stdout)
+    assert Decimal(as_json["ibis"][0]["date"]) > parse_label(lines[-1].split()[1]).date
+
+
+def test_idempotency_key_from_the_cli(local: LocalRun) -> None:
+    first = cli("mint", "--endpoint", local.endpoint, "--idempotency-key", "run-7-dist.tar.gz")
+    again = cli("mint", "--endpoint", local.endpoint, "--idempotency-key", "run-7-dist.tar.gz")
+    assert first.returncode == again.returncode == 0
+    assert first.stdout == again.stdout
+    listed = cli("mints", "--endpoint", local.endpoint, "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [r["idempotency_key"] for r in rows] == ["run-7-dist.tar.gz"]
+
+
+def test_bad_requests_get_clear_4xx(local: LocalRun) -> None:
+    client = MintingClient(local.endpoint, retries=0)
+    assert client.request("POST", "/mint", {"count": 0}).status == 400
+    assert client.request("POST", "/mint", {"subsystem": "nope"}).status == 404
+    assert client.request("GET", "/mint").status == 405
+    assert client.request("POST", "/mint", "not an object").status == 400
+    failed = cli("mint", "--endpoint", local.endpoint, "--subsystem", "nope")
+    assert failed.returncode == 1 and "nope" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
+
+
+def test_concurrent_cli_mints_then_restart(local: LocalRun) -> None:
+    """Many concurrent `ibi mint`, a kill -9, a restart, more mints: no IBI twice, all recorded."""
+
+    def mint_batch(_: int) -> list[str]:
+        done = cli("mint", "--endpoint", local.endpoint, "--count", "5", "--form", "ibip")
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        before = [ibi for batch in pool.map(mint_batch, range(16)) for ibi in batch]
+    assert len(before) == len(set(before)) == 80
+    last_before = max(parse_label(ibi).date for ibi in before)
+
+    local.stop(signal.SIGKILL)  # no clean shutdown: the data must already be on disk
+    local.start()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        after = [ibi for batch in pool.map(mint_batch, range(8)) for ibi in batch]
+    assert min(parse_label(ibi).date for ibi in after) > last_before
+    everything = before + after
+    assert len(set(everything)) == len(everything) == 120
+
+    listed = cli("mints", "--endpoint", local.endpoint, "--json")
+    assert listed.returncode == 0, listed.stderr
+    recorded = [json.loads(line)["ibip"] for line in listed.stdout.splitlines()]
+    assert sorted(recorded) == sorted(everything)
+    dates = [parse_label(ibi).date for ibi in recorded]
+    assert dates == sorted(dates)  # the record lists in date order
+
+
+def test_subsystem_prefixes_are_kept_across_a_restart_on_another_port(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = LocalRun(data, free_port()).start()
+    try:
+        one = cli("mint", "--endpoint", first.endpoint, "--form", "ibip").stdout.strip()
+    finally:
+        first.stop()
+    second = LocalRun(data, free_port()).start()
+    try:
+        two = cli("mint", "--endpoint", second.endpoint, "--form", "ibip").stdout.strip()
+    finally:
+        second.stop()
+    assert one.split("/")[0] == two.split("/")[0]
+    assert parse_label(two).date > parse_label(one).date

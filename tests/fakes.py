@@ -1,0 +1,99 @@
+"""In-memory stand-ins for unit tests: a minting store, a clock that sleeping advances."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from functions.minting.store import IdempotencyClaim, MintRecord, StateConflict, StoreError
+
+
+@dataclass
+class FakeClock:
+    now: Decimal = Decimal("1287588115.3462")
+    slept: list[float] = field(default_factory=list)
+
+    def __call__(self) -> Decimal:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += Decimal(str(seconds))
+
+
+class MemoryMintStore:
+    """The :class:`MintStore` contract, in memory, atomic under a lock."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Decimal] = {}
+        self.records: list[MintRecord] = []
+        self.claims: dict[str, IdempotencyClaim] = {}
+        self.state_writes = 0
+        self.fail_on: set[str] = set()
+        self.conflicts_to_inject = 0
+        self._lock = threading.Lock()
+
+    def _maybe_fail(self, operation: str) -> None:
+        if operation in self.fail_on:
+            raise StoreError(f"{operation}: injected failure", throttled=True)
+
+    def last_date(self, subsystem: str) -> Decimal | None:
+        self._maybe_fail("last_date")
+        return self.state.get(subsystem)
+
+    def advance(
+        self,
+        subsystem: str,
+        previous: Decimal | None,
+        new: Decimal,
+        *,
+        granularity: str,
+        count: int,
+    ) -> None:
+        self._maybe_fail("advance")
+        with self._lock:
+            if self.conflicts_to_inject:
+                self.conflicts_to_inject -= 1
+                raise StateConflict(self.state.get(subsystem))
+            if self.state.get(subsystem) != previous:
+                raise StateConflict(self.state.get(subsystem))
+            self.state[subsystem] = new
+            self.state_writes += 1
+
+    def put_record(self, record: MintRecord) -> None:
+        self._maybe_fail("put_record")
+        with self._lock:
+            self.records.append(record)
+
+    def list_records(
+        self, subsystem: str, *, after: Decimal | None, limit: int
+    ) -> tuple[list[MintRecord], Decimal | None]:
+        chosen = sorted(
+            (r for r in self.records if r.subsystem == subsystem and (after is None or r.first_date > after)),
+            key=lambda r: r.first_date,
+        )
+        page = chosen[:limit]
+        return page, (page[-1].first_date if len(chosen) > limit else None)
+
+    def claim(
+        self, key_id: str, fingerprint: str, *, now: Decimal, lease_until: Decimal, expires_at: int
+    ) -> IdempotencyClaim | None:
+        self._maybe_fail("claim")
+        with self._lock:
+            existing = self.claims.get(key_id)
+            if existing is None or (existing.status == "in_progress" and existing.lease_until < now):
+                self.claims[key_id] = IdempotencyClaim(key_id, fingerprint, "in_progress", lease_until)
+                return None
+            return existing
+
+    def complete(self, key_id: str, answer: dict[str, Any]) -> None:
+        with self._lock:
+            self.claims[key_id].status = "complete"
+            self.claims[key_id].answer = answer
+
+    def release(self, key_id: str) -> None:
+        with self._lock:
+            if self.claims.get(key_id) and self.claims[key_id].status == "in_progress":
+                del self.claims[key_id]

@@ -1,0 +1,153 @@
+"""The real Lambda handler over moto, fed the API Gateway events in events/minting/."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.minting.handler import create_app, make_handler, service_from_settings
+from functions.minting.settings import ConfigurationError, Settings
+from ibi.core.labels import parse_label
+from ibi.local.gateway import LocalContext
+from tests.conftest import minting_environment
+
+EVENTS = Path(__file__).parents[2] / "events" / "minting"
+Invoke = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def event(name: str, **changes: Any) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    loaded.update(changes)
+    return loaded
+
+
+@pytest.fixture
+def invoke(dynamodb: Any) -> Invoke:
+    settings = Settings.from_environment(minting_environment())
+    service = service_from_settings(settings, dynamodb)
+    handler = make_handler(create_app(lambda: service))
+    return lambda e: handler(e, LocalContext("minting", "test-request"))
+
+
+def body(answer: dict[str, Any]) -> Any:
+    return json.loads(answer["body"])
+
+
+def test_every_event_has_an_answer(invoke: Invoke) -> None:
+    expected = {
+        "mint.json": 200,
+        "mint_batch.json": 200,
+        "mint_idempotent.json": 200,
+        "mint_malformed_json.json": 400,
+        "mint_count_out_of_range.json": 400,
+        "mint_unknown_subsystem.json": 404,
+        "mint_wrong_method.json": 405,
+        "list_mints.json": 200,
+        "list_subsystems.json": 200,
+    }
+    assert sorted(expected) == sorted(p.name for p in EVENTS.glob("*.json"))
+    for name, status in expected.items():
+        answer = invoke(event(name))
+        assert answer["statusCode"] == status, (name, answer["body"])
+        assert answer["headers"]["Content-Type"] == "application/json"
+        if status >= 400:
+            error = body(answer)["error"]
+            assert error["code"] and error["message"]
+            assert "Traceback" not in answer["body"]
+
+
+def test_mint_answers_both_forms_of_one_date(invoke: Invoke) -> None:
+    ibis = body(invoke(event("mint.json")))["ibis"]
+    assert len(ibis) == 1
+    rep, ibip = parse_label(ibis[0]["rep"]), parse_label(ibis[0]["ibip"])
+    assert rep.date == ibip.date == Decimal(ibis[0]["date"])
+    assert rep.host == "ibi.example.org" and ibip.ip == "192.0.2.10"
+    assert ibis[0]["iso"].endswith("Z")
+
+
+def test_the_record_holds_who_asked_and_the_key(invoke: Invoke) -> None:
+    minted = body(invoke(event("mint_idempotent.json")))["ibis"]
+    listed = body(invoke(event("list_mints.json")))
+    [record] = listed["records"]
+    assert record["ibis"] == minted
+    assert record["requester"] == "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/github-actions"
+    assert record["idempotency_key"] == "run-4242-attempt-1-sha256-9f86d081884c7d65"
+    assert listed["next"] is None
+
+
+def test_retried_request_gets_the_same_ibis(invoke: Invoke) -> None:
+    first = invoke(event("mint_idempotent.json"))
+    again = invoke(event("mint_idempotent.json"))
+    assert body(again) == body(first)
+    assert again["headers"].get("Idempotent-Replayed") == "true"
+    assert len(body(invoke(event("list_mints.json")))["records"]) == 1
+
+
+def test_state_survives_a_new_execution_environment(dynamodb: Any) -> None:
+    """A cold start reads the last date from the table: dates keep increasing."""
+    dates = []
+    for _ in range(3):
+        settings = Settings.from_environment(minting_environment())
+        handler = make_handler(create_app(lambda s=settings: service_from_settings(s, dynamodb)))
+        answer = handler(event("mint_batch.json", body='{"count": 5}'), LocalContext("m", "r"))
+        dates += [Decimal(i["date"]) for i in json.loads(answer["body"])["ibis"]]
+    assert dates == sorted(set(dates)) and len(dates) == 15
+
+
+def test_too_early_is_429_with_retry_after(dynamodb: Any) -> None:
+    settings = Settings.from_environment(minting_environment(max_wait="1"))
+    handler = make_handler(create_app(lambda: service_from_settings(settings, dynamodb)))
+    answer = handler(
+        event("mint.json", body='{"subsystem": "classic", "count": 30}'), LocalContext("m", "r")
+    )
+    assert answer["statusCode"] == 429
+    assert int(answer["headers"]["Retry-After"]) >= 1
+
+
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ({"limit": "0"}, 400),
+        ({"limit": "abc"}, 400),
+        ({"after": "yesterday"}, 400),
+        ({"subsystem": "nope"}, 404),
+        ({"subsystem": "classic"}, 200),
+    ],
+)
+def test_listing_validates_its_query(invoke: Invoke, query: dict[str, str], status: int) -> None:
+    assert invoke(event("list_mints.json", queryStringParameters=query))["statusCode"] == status
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"IBI_SUBSYSTEMS": "not json"}, "invalid minting configuration"),
+        ({"IBI_SUBSYSTEMS": "[]"}, "at least one"),
+        ({"IBI_DEFAULT_SUBSYSTEM": "missing"}, "not one of"),
+        ({"IBI_MAX_WAIT_SECONDS": "99"}, "between 0 and 20"),
+        ({"IBI_STATE_TABLE": ""}, "IBI_STATE_TABLE"),
+        (
+            {
+                "IBI_SUBSYSTEMS": json.dumps(
+                    [
+                        {"name": "a", "host": "x.example.org", "ip": "192.0.2.1", "granularity": "1"},
+                        {"name": "b", "host": "x.example.org", "ip": "192.0.2.2", "granularity": "1"},
+                    ]
+                )
+            },
+            "share the prefix",
+        ),
+        (
+            {"IBI_SUBSYSTEMS": json.dumps([{"name": "a", "host": "x.example.org", "ip": "192.0.2.1", "granularity": "2"}])},
+            "granularity",
+        ),
+    ],
+)
+def test_bad_configuration_is_refused_at_cold_start(changes: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_environment({**minting_environment(), **changes})

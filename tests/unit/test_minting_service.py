@@ -1,0 +1,205 @@
+"""The minting logic over an in-memory store and a fake clock."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from functions.minting.service import (
+    Contention,
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
+    InvalidMintRequest,
+    MintingService,
+    MintRequest,
+    StoreUnavailable,
+    TooEarly,
+    UnknownSubsystem,
+)
+from ibi.core.labels import parse_label
+from tests.fakes import FakeClock, MemoryMintStore
+
+
+def request(**fields: object) -> MintRequest:
+    return MintRequest(requester="tester", request_id="r-1", **fields)  # type: ignore[arg-type]
+
+
+def test_table_6_2_through_the_service(
+    service: MintingService, clock: FakeClock, store: MemoryMintStore
+) -> None:
+    """The 'classic' subsystem (r = 1) issues the suffixes of seed 002, Table 6.2."""
+    expected = [
+        ("1287587646.394023", "2010/10.20.15.14.06"),
+        ("1287588012.2930", "2010/10.20.15.20"),
+        ("1287588115.186234", "2010/10.20.15.21"),
+        ("1287588115.3462", "2010/10.20.15.21.55"),
+        ("1287588115.99623", "2010/10.20.15.21.56"),
+        ("1287588116.72", "2010/10.20.15.21.57"),
+        ("1287588539.788342", "2010/10.20.15.28"),
+    ]
+    for at, suffix in expected:
+        clock.now = Decimal(at)
+        answer = service.mint(request(subsystem="classic")).answer
+        assert answer["ibis"][0]["rep"] == f"sid.inpe.br/mtc-m18/{suffix}"
+        assert parse_label(answer["ibis"][0]["ibip"]).date == parse_label(answer["ibis"][0]["rep"]).date
+    assert store.state_writes == len(expected)
+    assert len(store.records) == len(expected)
+
+
+def test_waits_instead_of_dating_a_label_in_the_future(
+    service: MintingService, clock: FakeClock
+) -> None:
+    """Table 6.2 rows 5-6: the request at .99623 gets ...116, so the service waits for it."""
+    clock.now = Decimal("1287588115.3462")
+    service.mint(request(subsystem="classic"))
+    clock.now = Decimal("1287588115.99623")
+    answer = service.mint(request(subsystem="classic")).answer
+    assert answer["ibis"][0]["date"] == "1287588116"
+    assert clock.now >= Decimal("1287588116")
+    assert clock.slept and sum(clock.slept) == pytest.approx(0.00377, abs=1e-9)
+
+
+def test_a_batch_is_one_state_write_and_one_record(
+    service: MintingService, store: MemoryMintStore
+) -> None:
+    answer = service.mint(request(count=1000)).answer
+    dates = [Decimal(ibi["date"]) for ibi in answer["ibis"]]
+    assert len(dates) == 1000
+    assert dates == sorted(set(dates))
+    assert store.state_writes == 1
+    assert len(store.records) == 1 and len(store.records[0].dates) == 1000
+    assert store.state["default"] == dates[-1]
+
+
+def test_too_far_in_the_future_is_429_with_retry_after(
+    service: MintingService, store: MemoryMintStore
+) -> None:
+    with pytest.raises(TooEarly) as caught:
+        service.mint(request(subsystem="classic", count=10))  # 10 s at r = 1 > 5 s bound
+    assert caught.value.status == 429
+    assert caught.value.retry_after is not None and caught.value.retry_after >= 1
+    assert store.state_writes == 0 and not store.records
+
+
+def test_conflicts_are_retried_then_answered_503(
+    service: MintingService, store: MemoryMintStore
+) -> None:
+    store.conflicts_to_inject = 3
+    answer = service.mint(request()).answer
+    assert len(answer["ibis"]) == 1
+    assert store.state_writes == 1
+    store.conflicts_to_inject = 10_000
+    with pytest.raises(Contention) as caught:
+        service.mint(request())
+    assert caught.value.status == 503 and caught.value.retry_after == 1
+    assert len(store.records) == 1
+
+
+def test_a_lost_write_continues_from_the_winners_date(
+    service: MintingService, store: MemoryMintStore, clock: FakeClock
+) -> None:
+    first = service.mint(request()).answer["ibis"][0]
+    store.state["default"] = Decimal(first["date"]) + Decimal(1)  # another minter went ahead
+    second = service.mint(request()).answer["ibis"][0]
+    assert Decimal(second["date"]) > Decimal(first["date"]) + Decimal(1)
+
+
+def test_idempotency_key_replays_the_same_ibis(
+    service: MintingService, store: MemoryMintStore, clock: FakeClock
+) -> None:
+    first = service.mint(request(count=3, idempotency_key="build-42"))
+    clock.now += 10
+    again = service.mint(request(count=3, idempotency_key="build-42"))
+    assert again.replayed and not first.replayed
+    assert again.answer == first.answer
+    assert store.state_writes == 1 and len(store.records) == 1
+    assert store.records[0].idempotency_key == "build-42"
+    other = service.mint(request(count=3, idempotency_key="build-43"))
+    assert other.answer != first.answer
+
+
+def test_idempotency_key_is_scoped_by_requester(service: MintingService) -> None:
+    mine = service.mint(request(idempotency_key="k"))
+    theirs = service.mint(
+        MintRequest(requester="someone-else", request_id="r-2", idempotency_key="k")
+    )
+    assert not theirs.replayed and theirs.answer != mine.answer
+
+
+def test_idempotency_key_reused_for_another_request_is_422(service: MintingService) -> None:
+    service.mint(request(count=1, idempotency_key="k"))
+    with pytest.raises(IdempotencyKeyReused) as caught:
+        service.mint(request(count=2, idempotency_key="k"))
+    assert caught.value.status == 422
+
+
+def test_idempotency_key_in_progress_is_409(
+    service: MintingService, store: MemoryMintStore, clock: FakeClock
+) -> None:
+    from hashlib import sha256
+
+    key_id = sha256(b"tester\nk").hexdigest()
+    store.claim(key_id, "default:1", now=clock.now, lease_until=clock.now + 60, expires_at=0)
+    with pytest.raises(IdempotencyInProgress) as caught:
+        service.mint(request(idempotency_key="k"))
+    assert caught.value.status == 409
+    clock.now += 61  # the first attempt died: its lease runs out and a retry proceeds
+    assert not service.mint(request(idempotency_key="k")).replayed
+
+
+def test_a_failed_mint_releases_its_key(service: MintingService, store: MemoryMintStore) -> None:
+    store.fail_on.add("put_record")
+    with pytest.raises(StoreUnavailable):
+        service.mint(request(idempotency_key="k"))
+    assert not store.claims
+    store.fail_on.clear()
+    assert len(service.mint(request(idempotency_key="k")).answer["ibis"]) == 1
+
+
+def test_store_failures_are_503(service: MintingService, store: MemoryMintStore) -> None:
+    store.fail_on.add("last_date")
+    with pytest.raises(StoreUnavailable) as caught:
+        service.mint(request())
+    assert caught.value.status == 503
+
+
+def test_unknown_subsystem_names_the_known_ones(service: MintingService) -> None:
+    with pytest.raises(UnknownSubsystem, match="classic"):
+        service.mint(request(subsystem="nope"))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "JSON object"),
+        ("count", "JSON object"),
+        ({"count": 0}, "1 to 1000"),
+        ({"count": 1001}, "1 to 1000"),
+        ({"count": "3"}, "1 to 1000"),
+        ({"count": True}, "1 to 1000"),
+        ({"count": 1.5}, "1 to 1000"),
+        ({"subsystem": 7}, "string"),
+        ({"cuont": 2}, "unknown field"),
+    ],
+)
+def test_bad_requests_say_what_to_fix(body: object, message: str) -> None:
+    with pytest.raises(InvalidMintRequest, match=message):
+        MintRequest.from_body(body, requester="t", request_id="r", idempotency_key=None)
+
+
+@pytest.mark.parametrize("key", ["", "a b", "x" * 256, "naïve", "semi;colon"])
+def test_bad_idempotency_keys(key: str) -> None:
+    with pytest.raises(InvalidMintRequest, match="Idempotency-Key"):
+        MintRequest.from_body({}, requester="t", request_id="r", idempotency_key=key)
+
+
+def test_records_list_in_date_order(service: MintingService) -> None:
+    for _ in range(5):
+        service.mint(request(count=2))
+    records, more = service.records(None, after=None, limit=3)
+    assert len(records) == 3 and more == records[-1].first_date
+    rest, none = service.records(None, after=more, limit=3)
+    assert len(rest) == 2 and none is None
+    dates = [d for r in records + rest for d in r.dates]
+    assert dates == sorted(set(dates)) and len(dates) == 10
