@@ -42,7 +42,10 @@ def test_table_6_2_through_the_service(
         clock.now = Decimal(at)
         answer = service.mint(request(subsystem="classic")).answer
         assert answer["ibis"][0]["rep"] == f"sid.inpe.br/mtc-m18/{suffix}"
-        assert parse_label(answer["ibis"][0]["ibip"]).date == parse_label(answer["ibis"][0]["rep"]).date
+        assert (
+            parse_label(answer["ibis"][0]["ibip"]).date
+            == parse_label(answer["ibis"][0]["rep"]).date
+        )
     assert store.state_writes == len(expected)
     assert len(store.records) == len(expected)
 
