@@ -128,12 +128,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from ibi.client import MintingClient
+    from ibi.client import ApiError, MintingClient
 
     endpoint = args.endpoint or os.environ.get("IBI_MINT_ENDPOINT")
     if not endpoint:
         raise CommandError("--endpoint URL (or IBI_MINT_ENDPOINT) names the minting API")
-    return MintingClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
+    try:
+        return MintingClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
+    except ApiError as error:
+        raise CommandError(error.message) from None
 
 
 def cmd_mint(args: argparse.Namespace) -> int:

@@ -191,13 +191,17 @@ def _parse_rep(text: str) -> Label:
     match = _WORD_PORT.fullmatch(word_port)
     if not match:
         raise InvalidIBI("prefix", f"{word_port!r} is not a word with an optional .port or @port")
-    word, _, port_text = match.groups()
+    word, separator, port_text = match.groups()
     port = DEFAULT_REP_PORT
     if port_text is not None:
         port = _port_from_digits(port_text)
+        if port == DEFAULT_REP_PORT and separator == ".":
+            raise InvalidIBI("port", "port 80 is written by leaving the port out (or @80)")
     suffix, date = _parse_rep_suffix(rest)
     prefix = f"{subdomain}/{word_port}"
     host = f"{word}.{subdomain.rstrip('.')}"
+    if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
+        raise InvalidIBI("prefix", f"{host!r} is longer than a domain name may be")
     return Label("rep", f"{prefix}/{suffix}", prefix, suffix, date, port, host=host)
 
 

@@ -522,3 +522,17 @@ def test_builders_reject_dates(date: Decimal) -> None:
         with pytest.raises(InvalidInput) as error:
             build(date)
         assert error.value.part == "date"
+
+
+def test_rep_port_80_after_a_dot_is_not_a_label() -> None:
+    """Algorithm 1 leaves port 80 out; only the legacy "@80" writes it."""
+    with pytest.raises(InvalidIBI) as caught:
+        parse_label("sid.inpe.br/mtc-m18.80/2009/07.21.13.23")
+    assert caught.value.part == "port"
+    assert parse_label("sid.inpe.br/mtc-m18@80/2009/07.21.13.23").port == 80
+
+
+def test_rep_host_longer_than_dns_allows_is_refused() -> None:
+    with pytest.raises(InvalidIBI) as caught:
+        parse_label(f"example.org/{'a' * 64}/2009/07.21.13.23")
+    assert caught.value.part == "prefix"
