@@ -16,7 +16,7 @@ from tests.fakes import FakeClock, MemoryMintStore
 
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
-os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"  # noqa: S105 - moto's fake credentials
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ.pop("AWS_PROFILE", None)
 os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
 os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"

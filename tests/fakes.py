@@ -71,7 +71,11 @@ class MemoryMintStore:
         self, subsystem: str, *, after: Decimal | None, limit: int
     ) -> tuple[list[MintRecord], Decimal | None]:
         chosen = sorted(
-            (r for r in self.records if r.subsystem == subsystem and (after is None or r.first_date > after)),
+            (
+                r
+                for r in self.records
+                if r.subsystem == subsystem and (after is None or r.first_date > after)
+            ),
             key=lambda r: r.first_date,
         )
         page = chosen[:limit]
@@ -83,8 +87,12 @@ class MemoryMintStore:
         self._maybe_fail("claim")
         with self._lock:
             existing = self.claims.get(key_id)
-            if existing is None or (existing.status == "in_progress" and existing.lease_until < now):
-                self.claims[key_id] = IdempotencyClaim(key_id, fingerprint, "in_progress", lease_until)
+            if existing is None or (
+                existing.status == "in_progress" and existing.lease_until < now
+            ):
+                self.claims[key_id] = IdempotencyClaim(
+                    key_id, fingerprint, "in_progress", lease_until
+                )
                 return None
             return existing
 

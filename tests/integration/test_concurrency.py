@@ -6,6 +6,7 @@ record names the date it replaced, and those links form one chain), every one re
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from decimal import Decimal
@@ -70,7 +71,7 @@ def test_concurrent_mints_never_collide(dynalite_dynamodb: Any) -> None:
     assert len(records) == THREADS * MINTS_PER_THREAD
     # Commit order: each record names the last date it replaced; the links make one chain.
     assert records[0].previous_date is None
-    for before, after_record in zip(records, records[1:], strict=False):
+    for before, after_record in itertools.pairwise(records):
         assert after_record.previous_date == before.dates[-1]
         assert after_record.first_date > before.dates[-1]
     recorded = {d for r in records for d in r.dates}

@@ -75,7 +75,9 @@ def test_the_record_holds_who_asked_and_the_key(invoke: Invoke) -> None:
     listed = body(invoke(event("list_mints.json")))
     [record] = listed["records"]
     assert record["ibis"] == minted
-    assert record["requester"] == "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/github-actions"
+    assert (
+        record["requester"] == "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/github-actions"
+    )
     assert record["idempotency_key"] == "run-4242-attempt-1-sha256-9f86d081884c7d65"
     assert listed["next"] is None
 
@@ -135,15 +137,29 @@ def test_listing_validates_its_query(invoke: Invoke, query: dict[str, str], stat
             {
                 "IBI_SUBSYSTEMS": json.dumps(
                     [
-                        {"name": "a", "host": "x.example.org", "ip": "192.0.2.1", "granularity": "1"},
-                        {"name": "b", "host": "x.example.org", "ip": "192.0.2.2", "granularity": "1"},
+                        {
+                            "name": "a",
+                            "host": "x.example.org",
+                            "ip": "192.0.2.1",
+                            "granularity": "1",
+                        },
+                        {
+                            "name": "b",
+                            "host": "x.example.org",
+                            "ip": "192.0.2.2",
+                            "granularity": "1",
+                        },
                     ]
                 )
             },
             "share the prefix",
         ),
         (
-            {"IBI_SUBSYSTEMS": json.dumps([{"name": "a", "host": "x.example.org", "ip": "192.0.2.1", "granularity": "2"}])},
+            {
+                "IBI_SUBSYSTEMS": json.dumps(
+                    [{"name": "a", "host": "x.example.org", "ip": "192.0.2.1", "granularity": "2"}]
+                )
+            },
             "granularity",
         ),
     ],
