@@ -7,6 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := .cache/stamps
 
 export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup run test lint typecheck unit integration e2e infra synth bench clean

@@ -1,0 +1,25 @@
+"""One synthesized app shared by the CDK tests: synthesis is the slow part."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk import App
+from aws_cdk.assertions import Template
+
+from infra.config import cdk_json_context
+from infra.stacks import MINTING_STACK_ID, MintingStack, build_app
+from tests.infra.support import SKIP_BUNDLING, Synthesized
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The app as ``cdk synth`` builds it (cdk.json context, cdk-nag on), bundling skipped.
+
+    ``app.synth()`` raises if cdk-nag reports a finding that is not acknowledged.
+    """
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = build_app(App(outdir=str(outdir), context={**cdk_json_context(), **SKIP_BUNDLING}))
+    app.synth()
+    stack = app.node.find_child(MINTING_STACK_ID)
+    assert isinstance(stack, MintingStack)
+    return Synthesized(app, stack, Template.from_stack(stack), outdir)

@@ -1,0 +1,93 @@
+"""cdk-nag (AwsSolutions) and cfn-lint on the synthesized app."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+from aws_cdk import App, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from cdk_nag import AwsSolutionsChecks
+from cfnlint.api import ManualArgs, lint
+
+from infra.config import cdk_json_context
+from infra.minting import MintingService
+from infra.stacks import build_app
+from tests.infra.support import SKIP_BUNDLING, Synthesized
+
+pytestmark = pytest.mark.infra
+
+ACKNOWLEDGED = Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+# Rule ids are recorded with the prefix of the kind of validation they acknowledge.
+ANNOTATION_PREFIX = "Annotation::"
+# W3005: CDK writes DependsOn entries that a Ref or GetAtt already implies.
+CFN_LINT_IGNORED = ["W3005"]
+
+
+def _acknowledgments(app: App) -> Iterator[tuple[str, str, str]]:
+    """(construct path, rule id, reason) for every acknowledgment in the app."""
+    for construct in app.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == ACKNOWLEDGED:
+                for rule, reason in entry.data.items():
+                    yield construct.node.path, rule.removeprefix(ANNOTATION_PREFIX), reason
+
+
+def test_cdk_nag_reports_nothing_unacknowledged(synthesized: Synthesized) -> None:
+    report = AwsSolutionsChecks().validate_scope(synthesized.app)
+    findings = [
+        (violation.rule_name, [r.construct_path for r in violation.violating_resources])
+        for violation in report.violations
+    ]
+    assert findings == []
+    assert report.success
+    # The synth itself ran the plugin (build_app registers it) and wrote its report.
+    assert synthesized.validation_report()["pluginReports"] == []
+
+
+def test_cdk_nag_fails_the_synth_on_a_finding() -> None:
+    """The check above is not vacuous: an unacknowledged finding stops the synth."""
+    app = App(outdir=tempfile.mkdtemp(prefix="cdk-nag-"))
+    stack = Stack(app, "Careless")
+    dynamodb.Table(
+        stack,
+        "NoRecovery",
+        partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="ValidationFailed") as failure:
+        app.synth()
+    assert "AwsSolutions-DDB3" in str(failure.value)  # no point-in-time recovery
+
+
+def test_every_acknowledgment_carries_a_reason(synthesized: Synthesized) -> None:
+    acknowledgments = list(_acknowledgments(synthesized.app))
+    assert {rule for _, rule, _ in acknowledgments} == {
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-L1",
+    }
+    for path, rule, reason in acknowledgments:
+        assert len(reason.split()) >= 10, f"{path}: {rule} needs a real reason, not {reason!r}"
+
+
+def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without its acknowledgments the app shows exactly the findings they accept."""
+    monkeypatch.setattr(MintingService, "_acknowledge_findings", lambda self: None)
+    app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING}))
+    report = AwsSolutionsChecks().validate_scope(app)
+    assert sorted(violation.rule_name for violation in report.violations) == [
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-L1",
+    ]
+
+
+def test_cfn_lint_passes(synthesized: Synthesized) -> None:
+    template = json.dumps(synthesized.template.to_json())
+    matches = lint(
+        template,
+        config=ManualArgs(ignore_checks=CFN_LINT_IGNORED, regions=["us-east-1", "eu-west-1"]),
+    )
+    assert [f"{match.rule.id}: {match.message}" for match in matches] == []
