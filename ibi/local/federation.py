@@ -64,6 +64,7 @@ class LocalFederation:
     minting_port: int = DEFAULT_MINTING_PORT
     max_wait: str = "5"
     log_level: str = "WARNING"
+    workers: int = 4
     gateways: list[LocalGateway] = field(default_factory=list)
     _dynalite: Dynalite | None = None
     _stopped: threading.Event = field(default_factory=threading.Event)
@@ -82,14 +83,17 @@ class LocalFederation:
             gateway.start()
         return self
 
+    def healthy(self) -> bool:
+        return all(gateway.alive() for gateway in self.gateways)
+
     def _minting(self) -> LocalGateway:
         from functions.minting.handler import create_app, make_handler, service_from_settings
         from functions.minting.settings import Settings
         from functions.minting.store import ensure_tables
 
         assert self._dynalite is not None
-        client = self._dynalite.client()
-        ensure_tables(client, MINTING_TABLES)
+        dynalite = self._dynalite
+        ensure_tables(dynalite.client(), MINTING_TABLES)
         settings = Settings.from_environment(
             {
                 "IBI_STATE_TABLE": MINTING_TABLES["state"],
@@ -99,15 +103,16 @@ class LocalFederation:
                 "IBI_MAX_WAIT_SECONDS": self.max_wait,
             }
         )
-        service = service_from_settings(settings, client)
-        return LocalGateway(
-            "minting", lambda: make_handler(create_app(lambda: service)), self.minting_port
-        )
+
+        def handler() -> Any:  # in each worker process: its own client, its own service
+            service = service_from_settings(settings, dynalite.client())
+            return make_handler(create_app(lambda: service))
+
+        return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
 
     def stop(self) -> None:
         for gateway in self.gateways:
             gateway.shutdown()
-            gateway.server_close()
         self.gateways.clear()
         if self._dynalite is not None:
             self._dynalite.stop()

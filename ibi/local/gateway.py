@@ -2,20 +2,31 @@
 
 Each HTTP request becomes the event API Gateway would send, goes through the very
 ``lambda_handler`` code that runs in AWS, and the handler's answer becomes the response.
+
+Like Lambda, each handler serves one request at a time, in its own process: the gateway
+binds the port and forks ``workers`` processes that take turns accepting on it. (Powertools'
+event handler keeps the current event in a class attribute, so handlers must not share a
+process between concurrent requests; Lambda never does that, and neither does this.)
 """
 
 from __future__ import annotations
 
 import base64
-import queue
-import threading
+import contextlib
+import multiprocessing
+import os
+import signal
+import socket
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from ibi.local.stores import LOOPBACK, _die_with_parent
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
@@ -100,49 +111,83 @@ def build_event(
     return event
 
 
-class HandlerPool:
-    """Handlers are not shared between threads (the event resolver keeps the current event)."""
+class LocalGateway:
+    """One API on ``127.0.0.1:port``, served by ``workers`` processes, one request each at a time.
 
-    def __init__(self, factory: Callable[[], Handler]) -> None:
-        self._factory = factory
-        self._idle: queue.SimpleQueue[Handler] = queue.SimpleQueue()
+    ``handler_factory`` runs in each worker after the fork, so that every worker builds its
+    own clients (boto3 connection pools must not cross a fork).
+    """
 
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        try:
-            handler = self._idle.get_nowait()
-        except queue.Empty:
-            handler = self._factory()
-        try:
-            return handler(event, context)
-        finally:
-            self._idle.put(handler)
-
-
-class LocalGateway(ThreadingHTTPServer):
-    """One API on ``127.0.0.1:port``, served by ``handler_factory``'s handlers."""
-
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, name: str, handler_factory: Callable[[], Handler], port: int) -> None:
+    def __init__(
+        self, name: str, handler_factory: Callable[[], Handler], port: int, *, workers: int = 4
+    ) -> None:
         self.name = name
-        self.pool = HandlerPool(handler_factory)
-        super().__init__(("127.0.0.1", port), _RequestHandler)
+        self._factory = handler_factory
+        self._workers = workers
+        self._processes: list[BaseProcess] = []
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind((LOOPBACK, port))
+        self.socket.listen(256)
+        self.port: int = self.socket.getsockname()[1]
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://{LOOPBACK}:{self.port}"
 
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self.serve_forever, name=self.name, daemon=True)
-        thread.start()
-        return thread
+    def start(self) -> LocalGateway:
+        context = multiprocessing.get_context("fork")
+        for index in range(self._workers):
+            process = context.Process(
+                target=_serve,
+                args=(f"{self.name}-{index}", self.socket, self._factory),
+                name=f"{self.name}-{index}",
+                daemon=True,
+            )
+            process.start()
+            self._processes.append(process)
+        return self
+
+    def alive(self) -> bool:
+        return all(process.is_alive() for process in self._processes)
+
+    def shutdown(self) -> None:
+        for process in self._processes:
+            if process.is_alive() and process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM)
+        for process in self._processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        self._processes.clear()
+        self.socket.close()
+
+
+class _WorkerServer(HTTPServer):
+    """A single-threaded HTTP server on a socket its parent bound."""
+
+    def __init__(self, name: str, listening: socket.socket, handler: Handler) -> None:
+        super().__init__((LOOPBACK, 0), _RequestHandler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = listening
+        self.name = name
+        self.handler = handler
+
+
+def _serve(name: str, listening: socket.socket, factory: Callable[[], Handler]) -> None:
+    """A worker process: build the handler, then serve until told to stop."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    server = _WorkerServer(name, listening, factory())
+    server.serve_forever()
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
-    server: LocalGateway
-    protocol_version = "HTTP/1.1"
+    server: _WorkerServer
+    protocol_version = "HTTP/1.0"  # one request per connection: a worker is never held idle
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the handlers log what matters, in their own structured way."""
@@ -164,7 +209,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         )
         context = LocalContext(self.server.name, event["requestContext"]["requestId"])
         try:
-            answer = self.server.pool(event, context)
+            answer = self.server.handler(event, context)
         except Exception:  # the Lambda would have failed: API Gateway answers 500
             self._reply(
                 500, {"content-type": "application/json"}, b'{"message":"Internal Server Error"}'

@@ -23,11 +23,11 @@ def dynamodb() -> Iterator[Any]:
 
 
 @pytest.fixture
-def dynalite_dynamodb(tmp_path: Any) -> Iterator[Any]:
+def dynalite_endpoint(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
     """dynalite (npm) on loopback: one event loop, so conditional writes are atomic."""
     from ibi.local.stores import Dynalite
 
     with Dynalite(tmp_path / "dynamodb") as server:
         client = server.client()
         ensure_tables(client, TABLES)
-        yield client
+        yield server, client

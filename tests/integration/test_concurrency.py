@@ -1,7 +1,9 @@
 """Many minters on one subsystem, through the real handler, over a race-free DynamoDB.
 
-8 threads x 200 mints: every IBI unique, dates strictly increasing in commit order (each
-record names the date it replaced, and those links form one chain), every one recorded.
+8 client threads x 200 mints, served by 8 handler processes (as 8 Lambda execution
+environments would) over dynalite: every IBI unique, dates strictly increasing in commit
+order (each record names the date it replaced, and those links form one chain), every one
+recorded.
 """
 
 from __future__ import annotations
@@ -9,55 +11,63 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import urllib.request
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from functions.minting.handler import create_app, make_handler, service_from_settings
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore
-from ibi.local.gateway import LocalContext
+from ibi.local.gateway import LocalGateway
 from tests.conftest import TABLES, minting_environment
 
 THREADS = 8
 MINTS_PER_THREAD = 200
-EVENT = json.loads((Path(__file__).parents[2] / "events" / "minting" / "mint.json").read_text())
 
 
-def test_concurrent_mints_never_collide(dynalite_dynamodb: Any) -> None:
+def test_concurrent_mints_never_collide(dynalite_endpoint: Any) -> None:
+    dynalite, client = dynalite_endpoint
     settings = Settings.from_environment(minting_environment())
-    service = service_from_settings(settings, dynalite_dynamodb)
+
+    def handler() -> Any:
+        service = service_from_settings(settings, dynalite.client())
+        return make_handler(create_app(lambda: service))
+
+    gateway = LocalGateway("minting", handler, 0, workers=THREADS).start()
     minted: list[list[dict[str, str]]] = [[] for _ in range(THREADS)]
     failures: list[str] = []
     start = threading.Barrier(THREADS)
 
     def minter(index: int) -> None:
-        handler = make_handler(create_app(lambda: service))  # one handler per thread, as Lambda
         start.wait()
-        for n in range(MINTS_PER_THREAD):
-            answer = handler(EVENT, LocalContext("minting", f"{index}-{n}"))
-            if answer["statusCode"] != 200:
-                failures.append(answer["body"])
-                continue
-            minted[index].extend(json.loads(answer["body"])["ibis"])
+        for _ in range(MINTS_PER_THREAD):
+            request = urllib.request.Request(gateway.url + "/mint", data=b"{}", method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    minted[index].extend(json.loads(response.read())["ibis"])
+            except Exception as error:
+                failures.append(repr(error))
 
     threads = [threading.Thread(target=minter, args=(i,)) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        gateway.shutdown()
 
     assert not failures
     everything = [ibi for per_thread in minted for ibi in per_thread]
     assert len(everything) == THREADS * MINTS_PER_THREAD
     assert len({i["rep"] for i in everything}) == len(everything)
     assert len({i["ibip"] for i in everything}) == len(everything)
-    for per_thread in minted:  # each minter sees its own IBIs in increasing order
+    for per_thread in minted:  # each client sees its own IBIs in increasing order
         dates = [Decimal(i["date"]) for i in per_thread]
         assert dates == sorted(dates)
 
     store = DynamoMintStore(
-        dynalite_dynamodb,
+        client,
         state_table=TABLES["state"],
         record_table=TABLES["record"],
         idempotency_table=TABLES["idempotency"],
