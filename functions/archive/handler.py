@@ -1,0 +1,448 @@
+"""An Archive's Lambda: the service protocol, what browsers get, and the deposit API.
+
+Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (spec §3, §6),
+``GET /col/<ibi>[/<path>]`` files, ``GET /list/<ibi>`` the file-list page,
+``GET /metadata/<ibi>[?format=oai_dc]``. IAM-authorized in AWS: ``/api/…`` (deposit).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.archive.model import Forms, Item
+from functions.archive.protocol import ArchiveIdentity, make_url_list, new_urlkey, relations_for
+from functions.archive.service import ArchiveError, ArchiveService, BadRequest, NotHeld
+from functions.archive.settings import ArchiveSettings
+from functions.archive.store import ArchiveStoreError, DynamoItemStore
+from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
+from ibi.core.errors import InvalidInput
+from ibi.core.pairlist import PairList, format_pair_list, parse_query
+from ibi.core.relations import parse_verb_list, wants_file_list
+
+warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+logger = Logger(service="archive")
+tracer = Tracer(service="archive")
+metrics = Metrics(namespace="ibi", service="archive")
+
+TEXT = "text/plain; charset=us-ascii"
+
+
+@dataclass
+class ArchiveRuntime:
+    """Everything a request needs, built once per execution environment."""
+
+    service: ArchiveService
+    store: DynamoItemStore
+    settings: ArchiveSettings
+    clock: Callable[[], Decimal]
+    files: Any = None  # functions.archive.files.S3FileStore, when this Archive keeps files
+    _identity: ArchiveIdentity | None = None
+    _views: ArchiveViews | None = None
+
+    def start(self, base_url: str) -> tuple[ArchiveIdentity, ArchiveViews]:
+        """On the first request: the base URL, and the Archive's service item (minted once)."""
+        if self._identity is None or self._views is None:
+            base = self.settings.base_url or base_url
+            service_item = self.service.ensure_service_item(base)
+            address = base.split("://", 1)[1]
+            self._identity = ArchiveIdentity(
+                address=address, service=service_item.ibi, platform=self.settings.platform
+            )
+            self._views = ArchiveViews(base)
+        return self._identity, self._views
+
+
+def clock() -> Decimal:
+    return Decimal(time.time_ns()) / Decimal(1_000_000_000)
+
+
+def _text(status: int, pairs: PairList | str) -> Response[str]:
+    body = pairs if isinstance(pairs, str) else format_pair_list(pairs)
+    return Response(status_code=status, content_type=TEXT, body=body + ("\r\n" if body else ""))
+
+
+def _json(status: int, body: Any, **headers: str) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body),
+        headers=headers,
+    )
+
+
+def _html(status: int, page: str, **headers: str) -> Response[str]:
+    return Response(
+        status_code=status, content_type="text/html; charset=utf-8", body=page, headers=headers
+    )
+
+
+def _protocol_error(message: str) -> Response[str]:
+    return _text(
+        400, PairList([("error", tuple(message.replace("{", "(").replace("}", ")").split()))])
+    )
+
+
+def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver()
+
+    def runtime() -> tuple[ArchiveRuntime, ArchiveIdentity, ArchiveViews]:
+        current = runtime_provider()
+        context = app.current_event.request_context
+        proto = app.current_event.headers.get("x-forwarded-proto", "https")
+        identity, views = current.start(f"{proto}://{context.domain_name}")
+        return current, identity, views
+
+    def after(prefix: str) -> str:
+        """The rest of the path (routes that take slashes match with a bare regex)."""
+        return app.current_event.path[len(prefix) :]
+
+    def ibi_from(path: str) -> tuple[str, str]:
+        """``<ibi>[/<file path>]`` from a public path: the IBI's shape says where it ends."""
+        text = unquote(path)
+        parts = text.split("/")
+        for length in (1, 4):  # ibip: PREFIX/SUFFIX; rep: sub/word/YYYY/MM.DD.hh.mm…
+            if len(parts) > length:
+                candidate = "/".join(parts[: length + 1])
+                try:
+                    label = Forms.of(candidate).key
+                except InvalidInput:
+                    continue
+                return label, "/".join(parts[length + 1 :])
+        raise BadRequest(f"{text!r} does not start with an IBI")
+
+    # -- the service protocol and public pages -----------------------------------------------
+
+    @app.get("/col/.+")
+    def get_file() -> Response[str]:
+        rest = after("/col/")
+        current, _, views = runtime()
+        label, path = ibi_from(rest)
+        item = current.service.get(label)
+        if item.deleted:
+            return _html(410, file_list_page(item, views))
+        chosen = item.file(path) if path else item.main_file
+        if chosen is None:
+            if not path and item.external_url:
+                return Response(status_code=302, body="", headers={"Location": item.external_url})
+            raise NotHeld(
+                f"{item.key} has no file {path!r}" if path else f"{item.key} has no default file"
+            )
+        files = current.files
+        if files is None:
+            raise NotHeld("this Archive keeps no files")
+        etag = f'"{chosen.sha256}"'
+        if app.current_event.headers.get("if-none-match") == etag:
+            return Response(status_code=304, body="", headers={"ETag": etag})
+        headers = {"ETag": etag, "Cache-Control": "public, max-age=3600"}
+        if chosen.size > current.settings.serve_inline_bytes:
+            headers["Location"] = files.presign_download(
+                item.key, chosen.path, filename=chosen.path.rsplit("/", 1)[-1]
+            )
+            return Response(status_code=302, body="", headers=headers)
+        data = files.read(item.key, chosen.path, max_bytes=current.settings.serve_inline_bytes)
+        return Response(
+            status_code=200,
+            content_type=chosen.content_type,
+            body=data,  # bytes: Powertools sends them base64-encoded
+            headers=headers,
+        )
+
+    @app.get("/list/.+")
+    def get_file_list() -> Response[str]:
+        rest = after("/list/")
+        current, _, views = runtime()
+        label, _ = ibi_from(rest)
+        item = current.service.get(label)
+        status = 403 if not item.listable else 200
+        return _html(status, file_list_page(item, views))
+
+    @app.get("/metadata/.+")
+    def get_metadata() -> Response[str]:
+        rest = after("/metadata/")
+        current, _, views = runtime()
+        label, _ = ibi_from(rest)
+        item = current.service.get(label)
+        if not item.dc:
+            raise NotHeld(f"{item.key} has no metadata in this Archive")
+        if app.current_event.get_query_string_value("format") == "oai_dc":
+            return Response(
+                status_code=200,
+                content_type="text/xml; charset=utf-8",
+                body=oai_dc(item),
+                headers={"Cache-Control": "public, max-age=300"},
+            )
+        return _html(200, metadata_page(item, views), **{"Cache-Control": "public, max-age=300"})
+
+    # -- the deposit API (IAM-authorized in AWS) ---------------------------------------------
+
+    def body() -> Any:
+        event = app.current_event
+        if not event.body:
+            return {}
+        try:
+            return event.json_body
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise BadRequest("the body is not valid JSON") from None
+
+    def item_label() -> str:
+        label = app.current_event.get_query_string_value("ibi")
+        if not label:
+            raise BadRequest("say which item: ?ibi=<label>")
+        return label
+
+    def item_answer(item: Item, current: ArchiveRuntime, views: ArchiveViews) -> dict[str, Any]:
+        return {
+            **item.summary(),
+            "urls": {
+                "item": views.item_url(item),
+                "files": views.file_list_url(item),
+                "metadata": views.metadata_url(item, None) if item.dc else None,
+            },
+            "accesses": current.store.access_count(item.key),
+        }
+
+    @app.get("/api/service")
+    def get_service() -> Response[str]:
+        _, identity, views = runtime()
+        return _json(
+            200,
+            {
+                "archiveaddress": identity.address,
+                "archiveserviceibi": identity.service.to_mapping(),
+                "platformsoftware": identity.platform.to_mapping() if identity.platform else None,
+                "base_url": views.base_url,
+                "protocol_url": f"{views.base_url}/{identity.service.key}",
+            },
+        )
+
+    @app.post("/api/items")
+    def create_original() -> Response[str]:
+        current, _, views = runtime()
+        item = current.service.create_original(body())
+        metrics.add_metric(name="ItemsCreated", unit=MetricUnit.Count, value=1)
+        logger.info("original created", extra={"ibi": item.key})
+        return _json(201, item_answer(item, current, views))
+
+    @app.post("/api/copies")
+    def create_copy() -> Response[str]:
+        current, _, views = runtime()
+        item = current.service.add_copy(body())
+        logger.info("copy added", extra={"ibi": item.key})
+        return _json(201, item_answer(item, current, views))
+
+    @app.get("/api/item")
+    def get_item() -> Response[str]:
+        current, _, views = runtime()
+        return _json(200, item_answer(current.service.get(item_label()), current, views))
+
+    @app.patch("/api/item")
+    def update_item() -> Response[str]:
+        current, _, views = runtime()
+        return _json(200, item_answer(current.service.update(item_label(), body()), current, views))
+
+    @app.post("/api/item/links")
+    def link_item() -> Response[str]:
+        current, _, views = runtime()
+        return _json(200, item_answer(current.service.link(item_label(), body()), current, views))
+
+    @app.delete("/api/item")
+    def delete_item() -> Response[str]:
+        current, _, views = runtime()
+        item = current.service.delete(item_label())
+        logger.info("item deleted", extra={"ibi": item.key})
+        return _json(200, item_answer(item, current, views))
+
+    @app.get("/api/items")
+    def list_items() -> Response[str]:
+        current, _, _ = runtime()
+        limit_text = app.current_event.get_query_string_value("limit", "50") or "50"
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= 200:
+            raise BadRequest("limit must be from 1 to 200")
+        items, more = current.store.scan(
+            after=app.current_event.get_query_string_value("after"), limit=int(limit_text)
+        )
+        return _json(200, {"items": [i.summary() for i in items], "next": more})
+
+    # -- the protocol, at the Archive service's own IBI (matched last) ------------------------
+
+    @app.get("/.+")
+    def protocol() -> Response[str]:
+        rest = after("/")
+        current, identity, views = runtime()
+        try:
+            label, extra = ibi_from(rest)
+        except BadRequest:
+            raise NotHeld(f"no page {rest!r}") from None
+        if extra or (label != identity.service.key and label not in identity.service.labels):
+            # Any other item's IBI on this host: answer as its persistent content would.
+            raise NotHeld(f"{label} is not this Archive's service; try /col/{label}")
+        try:
+            query = dict(parse_query(app.current_event.raw_query_string or ""))
+        except InvalidInput as error:
+            return _protocol_error(str(error))
+        subject = query.get("servicesubject")
+        if subject == "inclusionConfirmationRequest":
+            return _text(200, PairList([("confirmation", "yes")]))
+        if subject == "urlRequest":
+            return url_request(current, identity, views, query)
+        if subject == "acknowledgment":
+            return acknowledgment(current, query)
+        return _protocol_error(
+            "servicesubject must be inclusionConfirmationRequest, urlRequest or acknowledgment"
+        )
+
+    def url_request(
+        current: ArchiveRuntime,
+        identity: ArchiveIdentity,
+        views: ArchiveViews,
+        query: dict[str, str],
+    ) -> Response[str]:
+        requested = query.get("parsedibiurl.ibi", "")
+        if "clientinformation.ipaddress" not in query:
+            return _protocol_error("clientinformation.ipaddress is mandatory in urlRequest")
+        try:
+            label = Forms.of(requested).key
+            verbs = parse_verb_list(query.get("parsedibiurl.verblist", ""))
+        except InvalidInput as error:
+            return _protocol_error(f"{error}")
+        filepath = query.get("parsedibiurl.filepath", "").strip("/")
+        profile = current.store.profile()
+        relations = relations_for(verbs, profile.languages, profile.unspecified_language)
+        now = current.clock()
+
+        def issue() -> str:
+            key = new_urlkey(now)
+            current.store.issue_urlkey(
+                key, label, expires_at=int(now) + current.settings.urlkey_ttl_seconds
+            )
+            return key
+
+        pairs, item = make_url_list(
+            label,
+            holdings=current.store.get,
+            identity=identity,
+            views=views,
+            relations=relations,
+            filepath=filepath,
+            file_list=wants_file_list(verbs),
+            urlkey=issue,
+        )
+        metrics.add_metric(
+            name="UrlRequestsHeld" if item else "UrlRequestsNotHeld", unit=MetricUnit.Count, value=1
+        )
+        return _text(200, pairs)
+
+    def acknowledgment(current: ArchiveRuntime, query: dict[str, str]) -> Response[str]:
+        urlkey = query.get("urlkey", "")
+        label = current.store.use_urlkey(urlkey, now=int(current.clock())) if urlkey else None
+        if label is None:
+            return _protocol_error("urlkey: not one this Archive issued recently (or used already)")
+        count = current.store.count_access(label)
+        logger.info("acknowledged", extra={"ibi": label, "accesses": count})
+        metrics.add_metric(name="Acknowledgments", unit=MetricUnit.Count, value=1)
+        return _text(200, PairList([("notice", ("acknowledgment", "received"))]))
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    @app.exception_handler(ArchiveError)  # type: ignore[untyped-decorator]
+    def archive_error(error: ArchiveError) -> Response[str]:
+        if app.current_event.path.startswith("/api/"):
+            return _json(
+                error.status, {"error": {"code": type(error).__name__, "message": str(error)}}
+            )
+        return _html(error.status, f"<!doctype html><title>{error.status}</title><p>{error}</p>")
+
+    @app.exception_handler(ArchiveStoreError)  # type: ignore[untyped-decorator]
+    def store_error(error: ArchiveStoreError) -> Response[str]:
+        logger.warning("store unavailable", extra={"reason": str(error)})
+        return _json(
+            503,
+            {"error": {"code": "Unavailable", "message": "retry shortly"}},
+            **{"Retry-After": "1"},
+        )
+
+    @app.not_found
+    def not_found(_: NotFoundError) -> Response[str]:
+        return _json(
+            404, {"error": {"code": "NotFound", "message": f"no route {app.current_event.path}"}}
+        )
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def unexpected(error: Exception) -> Response[str]:
+        logger.exception("unexpected error")
+        return _json(500, {"error": {"code": "InternalError", "message": "the Archive failed"}})
+
+    return app
+
+
+def mint_through(endpoint: str, subsystem: str | None) -> Callable[[str | None], Forms]:
+    """Mint through the minting API (signed with SigV4 in AWS)."""
+    from ibi.client import MintingClient
+
+    client = MintingClient(endpoint, timeout=20)
+
+    def mint(requested: str | None) -> Forms:
+        answer = client.mint(subsystem=requested or subsystem, count=1)
+        ibi = answer["ibis"][0]
+        return Forms(rep=ibi["rep"], ibip=ibi["ibip"])
+
+    return mint
+
+
+def runtime_from_settings(
+    settings: ArchiveSettings, dynamodb: Any, s3: Any = None
+) -> ArchiveRuntime:
+    store = DynamoItemStore(dynamodb, settings.table)
+    mint = (
+        mint_through(settings.mint_endpoint, settings.mint_subsystem)
+        if settings.mint_endpoint
+        else None
+    )
+    runtime = ArchiveRuntime(
+        service=ArchiveService(store, clock=clock, mint=mint),
+        store=store,
+        settings=settings,
+        clock=clock,
+    )
+    if s3 is not None and settings.bucket:
+        from functions.archive.files import S3FileStore
+
+        runtime.files = S3FileStore(s3, settings.bucket)
+    return runtime
+
+
+@lru_cache(maxsize=1)
+def _runtime() -> ArchiveRuntime:
+    settings = ArchiveSettings.from_environment()
+    s3 = boto3.client("s3") if settings.bucket else None
+    return runtime_from_settings(settings, boto3.client("dynamodb"), s3)
+
+
+def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
+    def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        return app.resolve(event, context)
+
+    return handle
+
+
+lambda_handler = make_handler(create_app(_runtime))

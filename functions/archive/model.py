@@ -1,0 +1,291 @@
+"""Identified items as an Archive holds them (spec §2; seed 001 §3).
+
+Pure data and rules, no AWS: an item is found by either form of its IBI, has a state
+(``Original``, ``Copy``, ``Deleted``), the time of its last change, its files or an external
+URL, a content type, a language, and links to related items (next edition, translations,
+metadata), each with or without an IBI of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from ibi.core.dates import format_date, iso_date
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
+
+
+class State(StrEnum):
+    ORIGINAL = "Original"
+    COPY = "Copy"
+    DELETED = "Deleted"
+
+
+class ContentType(StrEnum):
+    DATA = "Data"
+    METADATA = "Metadata"
+
+
+_LANGUAGE = re.compile(r"([a-z]{2})(?:-([a-z]{2}))?", re.IGNORECASE)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_FILE_PATH = re.compile(r"[^\x00-\x1f\x7f\\]{1,1024}")
+DC_ELEMENTS = (
+    "title",
+    "creator",
+    "subject",
+    "description",
+    "publisher",
+    "contributor",
+    "date",
+    "type",
+    "format",
+    "identifier",
+    "source",
+    "language",
+    "relation",
+    "coverage",
+    "rights",
+)
+
+
+def language_tag(text: str) -> str:
+    """``pt``, ``pt-BR`` (ISO 639-1 language, ISO 3166-1 country), normalised."""
+    match = _LANGUAGE.fullmatch(text)
+    if not match:
+        raise InvalidInput("language", f"{text!r} is not ll or ll-CC (e.g. pt, pt-BR)")
+    language, country = match.groups()
+    return language.lower() + (f"-{country.upper()}" if country else "")
+
+
+def file_path(text: str) -> str:
+    """A file's path inside an item: relative, no '..', no control characters."""
+    path = text.strip("/")
+    if not _FILE_PATH.fullmatch(path) or any(part in {"", ".", ".."} for part in path.split("/")):
+        raise InvalidInput("path", f"{text!r} is not a relative file path inside the item")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Forms:
+    """The forms of one IBI (Table 7.4): ``rep``, ``ibip`` or both, canonical."""
+
+    rep: str | None = None
+    ibip: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.rep is None and self.ibip is None:
+            raise InvalidInput("ibi", "an IBI needs its rep form, its ibip form, or both")
+        if self.rep is not None:
+            label = parse_label(self.rep)
+            if label.form != "rep":
+                raise InvalidInput("ibi", f"{self.rep!r} is not a rep label")
+            object.__setattr__(self, "rep", label.label)
+        if self.ibip is not None:
+            label = parse_label(self.ibip)
+            if label.form != "ibip":
+                raise InvalidInput("ibi", f"{self.ibip!r} is not an ibip label")
+            object.__setattr__(self, "ibip", label.label)
+        both = self.rep is not None and self.ibip is not None
+        if both and parse_label(str(self.rep)).date != parse_label(str(self.ibip)).date:
+            raise InvalidInput("ibi", f"{self.rep} and {self.ibip} are not of the same date")
+
+    @classmethod
+    def of(cls, label: str) -> Forms:
+        parsed = parse_label(label)
+        return cls(rep=parsed.label) if parsed.form == "rep" else cls(ibip=parsed.label)
+
+    @classmethod
+    def from_mapping(cls, data: Any) -> Forms:
+        if isinstance(data, str):
+            return cls.of(data)
+        if not isinstance(data, dict) or set(data) - {"rep", "ibip"}:
+            raise InvalidInput("ibi", f'{data!r}: give a label, or {{"rep": …, "ibip": …}}')
+        return cls(rep=data.get("rep"), ibip=data.get("ibip"))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label in (self.ibip, self.rep) if label is not None)
+
+    @property
+    def key(self) -> str:
+        """The label the item is stored under: its ibip form if it has one."""
+        return self.labels[0]
+
+    def matches(self, label: str) -> bool:
+        canonical = parse_label(label).label
+        return canonical in self.labels
+
+    def words(self) -> list[str]:
+        """As a pair-list value: ``rep R ibip P`` (Table 7.4)."""
+        words: list[str] = []
+        if self.rep is not None:
+            words += ["rep", self.rep]
+        if self.ibip is not None:
+            words += ["ibip", self.ibip]
+        return words
+
+    def to_mapping(self) -> dict[str, str]:
+        return {k: v for k, v in (("rep", self.rep), ("ibip", self.ibip)) if v is not None}
+
+    def merged(self, other: Forms) -> Forms:
+        return Forms(rep=self.rep or other.rep, ibip=self.ibip or other.ibip)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    path: str
+    sha256: str
+    size: int
+    content_type: str = "application/octet-stream"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", file_path(self.path))
+        if not _SHA256.fullmatch(self.sha256):
+            raise InvalidInput("sha256", f"{self.sha256!r} is not a lower-case hex SHA-256")
+        if self.size < 0:
+            raise InvalidInput("size", "a file size cannot be negative")
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "size": self.size,
+            "content_type": self.content_type,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """A translation of the item: its language, and its IBI if it has one."""
+
+    language: str
+    ibi: Forms | None = None
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "language", language_tag(self.language))
+        if (self.ibi is None) == (self.url is None):
+            raise InvalidInput("translation", "a translation is linked by its IBI or by a URL")
+        if self.url is not None and not re.fullmatch(r"https?://\S+", self.url):
+            raise InvalidInput("translation", f"{self.url!r} is not an http(s) URL")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One identified item in one Archive."""
+
+    ibi: Forms
+    state: State
+    timestamp: Decimal
+    content_type: ContentType = ContentType.DATA
+    language: str | None = None
+    files: tuple[StoredFile, ...] = ()
+    default_file: str | None = None
+    external_url: str | None = None
+    transferable: bool = True
+    listable: bool = True
+    next_edition: Forms | None = None
+    translations: tuple[Translation, ...] = ()
+    metadata: Forms | None = None
+    metadata_oai_dc: Forms | None = None
+    dc: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    original_sha256: str | None = None
+    service: bool = False
+    version: int = 0
+
+    def __post_init__(self) -> None:
+        if self.language is not None:
+            object.__setattr__(self, "language", language_tag(self.language))
+        if self.default_file is not None:
+            object.__setattr__(self, "default_file", file_path(self.default_file))
+            if self.state is not State.DELETED and not self.has_file(self.default_file):
+                raise InvalidInput(
+                    "default_file", f"{self.default_file!r} is not a file of the item"
+                )
+        if self.external_url is not None and not re.fullmatch(
+            r"https?://[^\s]+", self.external_url
+        ):
+            raise InvalidInput("url", f"{self.external_url!r} is not an http(s) URL")
+        unknown = set(self.dc) - set(DC_ELEMENTS)
+        if unknown:
+            raise InvalidInput("metadata", f"unknown Dublin Core element(s) {sorted(unknown)}")
+
+    @property
+    def key(self) -> str:
+        return self.ibi.key
+
+    @property
+    def deleted(self) -> bool:
+        return self.state is State.DELETED
+
+    @property
+    def iso_timestamp(self) -> str:
+        """ISO 8601 UTC, to the second (the protocol's ``timestamp``)."""
+        return iso_date(Decimal(int(self.timestamp)))
+
+    def has_file(self, path: str) -> bool:
+        return any(f.path == path for f in self.files)
+
+    def file(self, path: str) -> StoredFile | None:
+        return next((f for f in self.files if f.path == path), None)
+
+    @property
+    def main_file(self) -> StoredFile | None:
+        if self.default_file is not None:
+            return self.file(self.default_file)
+        return self.files[0] if len(self.files) == 1 else None
+
+    def translation(self, language: str) -> Translation | None:
+        tag = language_tag(language)
+        return next((t for t in self.translations if t.language == tag), None)
+
+    def changed(self, timestamp: Decimal, **changes: Any) -> Item:
+        """The item after a change: its timestamp advances (never backwards)."""
+        moment = max(timestamp, self.timestamp)
+        return replace(self, timestamp=moment, version=self.version + 1, **changes)
+
+    def tombstone(self, timestamp: Decimal) -> Item:
+        """Deleted: the IBI stays known forever; what it pointed to is gone."""
+        return replace(
+            self,
+            state=State.DELETED,
+            timestamp=max(timestamp, self.timestamp),
+            files=(),
+            default_file=None,
+            external_url=None,
+            version=self.version + 1,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The item as the deposit API shows it (JSON)."""
+        return {
+            "ibi": self.ibi.to_mapping(),
+            "state": self.state.value,
+            "timestamp": iso_date(self.timestamp),
+            "date": format_date(self.timestamp),
+            "content_type": self.content_type.value,
+            "language": self.language,
+            "files": [f.to_mapping() for f in self.files],
+            "default_file": self.default_file,
+            "url": self.external_url,
+            "transferable": self.transferable,
+            "listable": self.listable,
+            "next_edition": self.next_edition.to_mapping() if self.next_edition else None,
+            "translations": [
+                {
+                    "language": t.language,
+                    "ibi": t.ibi.to_mapping() if t.ibi else None,
+                    "url": t.url,
+                }
+                for t in self.translations
+            ],
+            "metadata": self.metadata.to_mapping() if self.metadata else None,
+            "metadata_oai_dc": self.metadata_oai_dc.to_mapping() if self.metadata_oai_dc else None,
+            "dc": {k: list(v) for k, v in self.dc.items()},
+            "original_sha256": self.original_sha256,
+            "service": self.service,
+        }

@@ -1,0 +1,54 @@
+"""An Archive function's configuration: read once from the environment, validated."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from functions.archive.model import Forms
+from ibi.core.errors import InvalidInput
+
+
+class ConfigurationError(RuntimeError):
+    """The deployment's configuration is wrong; the function cannot serve."""
+
+
+_BASE_URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?")
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSettings:
+    table: str
+    base_url: str | None  # None: the address the request came to (API Gateway's domain)
+    platform: Forms | None
+    mint_endpoint: str | None
+    mint_subsystem: str | None
+    bucket: str | None
+    urlkey_ttl_seconds: int = 600
+    serve_inline_bytes: int = 4 * 1024 * 1024
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
+        env = os.environ if environ is None else environ
+        try:
+            table = env["IBI_ARCHIVE_TABLE"]
+            base_url = env.get("IBI_ARCHIVE_BASE_URL") or None
+            if base_url is not None and not _BASE_URL.fullmatch(base_url.rstrip("/")):
+                raise ValueError(f"IBI_ARCHIVE_BASE_URL {base_url!r} is not http(s)://host[:port]")
+            platform_text = env.get("IBI_PLATFORM_SOFTWARE", "")
+            ttl = int(env.get("IBI_URLKEY_TTL_SECONDS", "600"))
+            if not 10 <= ttl <= 86400:
+                raise ValueError("IBI_URLKEY_TTL_SECONDS must be from 10 to 86400")
+            return cls(
+                table=table,
+                base_url=base_url.rstrip("/") if base_url else None,
+                platform=Forms.of(platform_text) if platform_text else None,
+                mint_endpoint=env.get("IBI_MINT_ENDPOINT") or None,
+                mint_subsystem=env.get("IBI_MINT_SUBSYSTEM") or None,
+                bucket=env.get("IBI_ARCHIVE_BUCKET") or None,
+                urlkey_ttl_seconds=ttl,
+            )
+        except (KeyError, ValueError, InvalidInput) as error:
+            raise ConfigurationError(f"invalid Archive configuration: {error}") from error

@@ -1,0 +1,118 @@
+"""What browsers get from an Archive: file URLs, the file-list page, metadata pages.
+
+Pure: URLs and documents are built from items; the handler serves them.
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import quote
+from xml.sax.saxutils import escape
+
+from functions.archive.model import DC_ELEMENTS, Item
+
+
+class ArchiveViews:
+    """The Archive's public URLs under ``base_url``."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+
+    def item_url(self, item: Item) -> str | None:
+        if item.external_url:
+            return item.external_url
+        main = item.main_file
+        if main is not None:
+            return self.file_url(item, main.path)
+        if item.files:
+            return self.file_list_url(item)
+        return None
+
+    def file_url(self, item: Item, path: str) -> str:
+        return f"{self.base_url}/col/{item.key}/{quote(path)}"
+
+    def file_list_url(self, item: Item) -> str:
+        return f"{self.base_url}/list/{item.key}"
+
+    def metadata_url(self, item: Item, format: str | None) -> str:
+        url = f"{self.base_url}/metadata/{item.key}"
+        return url + "?format=oai_dc" if format == "oai_dc" else url
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<style>body{font-family:system-ui,sans-serif;max-width:50rem;margin:2rem auto;"
+        "padding:0 1rem}table{border-collapse:collapse}td,th{padding:.25rem .75rem;"
+        "text-align:left;border-bottom:1px solid #ddd}code{font-size:.9em}</style>"
+        f"</head><body>{body}</body></html>\n"
+    )
+
+
+def file_list_page(item: Item, views: ArchiveViews) -> str:
+    title = f"Files of {item.ibi.key}"
+    heading = f"<h1>{html.escape(title)}</h1>"
+    forms = " · ".join(f"<code>{html.escape(label)}</code>" for label in item.ibi.labels)
+    if not item.listable:
+        return _page(
+            title,
+            f"{heading}<p>{forms}</p><p><strong>Listing the files of this item is not "
+            "allowed.</strong> The item itself can still be reached through its persistent "
+            "URL.</p>",
+        )
+    if item.deleted:
+        return _page(title, f"{heading}<p>{forms}</p><p>This item was deleted.</p>")
+    rows = "".join(
+        f'<tr><td><a href="{html.escape(views.file_url(item, f.path))}">{html.escape(f.path)}'
+        f"</a>{' (default)' if f.path == item.default_file else ''}</td><td>{f.size}</td>"
+        f"<td><code>{f.sha256}</code></td></tr>"
+        for f in item.files
+    )
+    table = (
+        "<table><thead><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if item.files
+        else "<p>This item has no files in this Archive.</p>"
+    )
+    return _page(title, f"{heading}<p>{forms} — {item.state.value}</p>{table}")
+
+
+def oai_dc(item: Item) -> str:
+    """The item's metadata as an OAI Dublin Core record."""
+    elements = []
+    identifiers = list(item.dc.get("identifier", ())) + [
+        label for label in item.ibi.labels if label not in item.dc.get("identifier", ())
+    ]
+    for element in DC_ELEMENTS:
+        values = identifiers if element == "identifier" else item.dc.get(element, ())
+        elements += [f"  <dc:{element}>{escape(value)}</dc:{element}>" for value in values]
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<oai_dc:dc xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/"\n'
+        '           xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
+        '           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"\n'
+        '           xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/oai_dc/ '
+        'http://www.openarchives.org/OAI/2.0/oai_dc.xsd">\n'
+        + "\n".join(elements)
+        + "\n</oai_dc:dc>\n"
+    )
+
+
+def metadata_page(item: Item, views: ArchiveViews) -> str:
+    title = next(iter(item.dc.get("title", ())), item.ibi.key)
+    rows = "".join(
+        f"<tr><th>{element}</th><td>{'<br>'.join(map(html.escape, item.dc[element]))}</td></tr>"
+        for element in DC_ELEMENTS
+        if item.dc.get(element)
+    )
+    forms = "".join(
+        f"<tr><th>IBI</th><td><code>{html.escape(x)}</code></td></tr>" for x in item.ibi.labels
+    )
+    link = html.escape(views.metadata_url(item, "oai_dc"))
+    return _page(
+        f"Metadata: {title}",
+        f"<h1>{html.escape(title)}</h1><table>{forms}{rows}</table>"
+        f'<p><a href="{link}">OAI Dublin Core (XML)</a></p>',
+    )
