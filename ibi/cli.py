@@ -180,6 +180,96 @@ def cmd_mints(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---------------------------------------------------------------------------- archives
+
+
+def _archive(args: argparse.Namespace) -> Any:
+    from ibi.client import ApiError, ArchiveClient
+
+    endpoint = args.endpoint or os.environ.get("IBI_ARCHIVE_ENDPOINT")
+    if not endpoint:
+        raise CommandError("--endpoint URL (or IBI_ARCHIVE_ENDPOINT) names the Archive's API")
+    try:
+        return ArchiveClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
+    except ApiError as error:
+        raise CommandError(error.message) from None
+
+
+def _read_metadata(path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"--metadata {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise CommandError('--metadata: a JSON object of Dublin Core elements, e.g. {"title": "…"}')
+    return data
+
+
+def cmd_deposit(args: argparse.Namespace) -> int:
+    """Mint (or take) an IBI, upload the files, register the item; print IBI and URL."""
+    import mimetypes
+
+    if not args.files and not args.url:
+        raise CommandError("give the FILEs to deposit, or --url of a file hosted elsewhere")
+    files = []
+    for name in args.files:
+        path = Path(name)
+        try:
+            content = path.read_bytes()
+        except OSError as error:
+            raise CommandError(f"{name}: {error.strerror}") from None
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        files.append((path.name, content, kind))
+    if len({f[0] for f in files}) != len(files):
+        raise CommandError("two FILEs have the same name")
+    client = _archive(args)
+    body: dict[str, Any] = {}
+    if args.url:
+        body["url"] = args.url
+    if args.language:
+        body["language"] = args.language
+    dc = _read_metadata(args.metadata)
+    if dc:
+        body["dc"] = dc
+    if args.copy_of:
+        body["ibi"] = args.copy_of
+        item = client.copy(body)
+    else:
+        if args.subsystem:
+            body["subsystem"] = args.subsystem
+        item = client.create(body)
+    label = item["ibi"].get("ibip") or item["ibi"]["rep"]
+    if files:
+        item = client.upload_files(label, files, default_file=files[0][0])
+    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    persistent = f"{resolver.rstrip('/')}/{label}" if resolver else None
+    if args.json:
+        _print_json({**item, "persistent_url": persistent})
+        return EXIT_OK
+    forms = " ".join(item["ibi"][form] for form in ("rep", "ibip") if form in item["ibi"])
+    sys.stdout.write(f"{forms}\n{persistent or item['urls']['item']}\n")
+    return EXIT_OK
+
+
+def cmd_archive_item(args: argparse.Namespace) -> int:
+    _print_json(_archive(args).item(args.ibi))
+    return EXIT_OK
+
+
+def cmd_archive_verify(args: argparse.Namespace) -> int:
+    problems = 0
+    for entry in _archive(args).verify(args.ibi):
+        label = entry["ibi"].get("ibip") or entry["ibi"].get("rep")
+        for problem in entry["problems"]:
+            problems += 1
+            sys.stdout.write(f"PROBLEM {label} {problem['path']}: {problem['problem']}\n")
+        if not entry["problems"] and not args.quiet:
+            sys.stdout.write(f"ok {label} ({entry['files']} file(s))\n")
+    return EXIT_FAILED if problems else EXIT_OK
+
+
 # ---------------------------------------------------------------------------- local
 
 
@@ -234,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(run=cmd_inspect)
 
     def api_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--endpoint", metavar="URL", help="minting API (IBI_MINT_ENDPOINT)")
+        command.add_argument("--endpoint", metavar="URL", help="the API's base URL")
         sign = command.add_mutually_exclusive_group()
         sign.add_argument(
             "--sign",
@@ -264,6 +354,32 @@ def build_parser() -> argparse.ArgumentParser:
     mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
     mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
     mints.set_defaults(run=cmd_mints)
+
+    deposit = commands.add_parser(
+        "deposit", help="deposit files in an Archive: mint, upload, register; print the IBI"
+    )
+    api_options(deposit)
+    deposit.add_argument("files", nargs="*", metavar="FILE")
+    deposit.add_argument("--url", help="the item is a file hosted elsewhere, at this URL")
+    deposit.add_argument("--metadata", metavar="FILE", help="Dublin Core elements as JSON")
+    deposit.add_argument("--copy-of", metavar="IBI", help="deposit a copy of this original")
+    deposit.add_argument("--language", help="ISO 639-1 language of the item (pt, pt-BR)")
+    deposit.add_argument("--resolver", metavar="URL", help="for the persistent URL")
+    deposit.set_defaults(run=cmd_deposit)
+
+    archive = commands.add_parser("archive", help="an Archive: items, integrity")
+    archive_commands = archive.add_subparsers(dest="archive_command", required=True)
+    item = archive_commands.add_parser("item", help="show an item (JSON)")
+    api_options(item)
+    item.add_argument("ibi", metavar="IBI")
+    item.set_defaults(run=cmd_archive_item)
+    verify = archive_commands.add_parser(
+        "verify", help="check stored files against their SHA-256 (exit 1 on a problem)"
+    )
+    api_options(verify)
+    verify.add_argument("ibi", metavar="IBI", nargs="?")
+    verify.add_argument("--quiet", action="store_true", help="print problems only")
+    verify.set_defaults(run=cmd_archive_verify)
 
     local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
     local.add_argument(

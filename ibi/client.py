@@ -66,7 +66,9 @@ class SigV4Signer:
         return dict(request.headers.items())
 
 
-class MintingClient:
+class ApiClient:
+    """A JSON API of ibi (minting, an Archive's deposit API), signed where that applies."""
+
     def __init__(
         self,
         endpoint: str,
@@ -79,7 +81,7 @@ class MintingClient:
     ) -> None:
         split = urlsplit(endpoint)
         if split.scheme not in {"http", "https"} or not split.netloc:
-            raise ApiError(0, f"{endpoint!r} is not an http(s) URL of the minting API")
+            raise ApiError(0, f"{endpoint!r} is not an http(s) URL of an ibi API")
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
         self.retries = retries
@@ -128,6 +130,14 @@ class MintingClient:
             reason = getattr(error, "reason", error)
             raise ApiError(0, f"cannot reach {url}: {reason}") from None
 
+    def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
+        """One request; the answer's JSON, or :class:`ApiError`."""
+        if query:
+            path += "?" + urlencode(query)
+        return _ok(self.request(method, path, body))
+
+
+class MintingClient(ApiClient):
     def mint(
         self, *, subsystem: str | None = None, count: int = 1, idempotency_key: str | None = None
     ) -> dict[str, Any]:
@@ -179,3 +189,68 @@ def _ok(answer: Answer) -> Any:
     if isinstance(body, dict) and "message" in body:  # API Gateway's own answers (403, 500)
         raise ApiError(answer.status, str(body["message"]))
     raise ApiError(answer.status, str(body)[:500])
+
+
+class ArchiveClient(ApiClient):
+    """An Archive's deposit API."""
+
+    def service(self) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call("GET", "/api/service")
+        return answer
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call("POST", "/api/items", body)
+        return answer
+
+    def copy(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call("POST", "/api/copies", body)
+        return answer
+
+    def item(self, ibi: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call("GET", "/api/item", ibi=ibi)
+        return answer
+
+    def upload_files(
+        self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
+    ) -> dict[str, Any]:
+        """Upload ``(path, content, content type)`` through presigned URLs, then commit them."""
+        import hashlib
+
+        declared = [
+            {
+                "path": path,
+                "sha256": hashlib.sha256(content).hexdigest(),
+                "size": len(content),
+                "content_type": content_type,
+            }
+            for path, content, content_type in files
+        ]
+        uploads = self.call("POST", "/api/item/uploads", {"files": declared}, ibi=ibi)["uploads"]
+        for upload, (_, content, _) in zip(uploads, files, strict=True):
+            request = urllib.request.Request(  # noqa: S310 - a URL our Archive presigned
+                upload["url"], data=content, method=upload["method"], headers=upload["headers"]
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout):  # noqa: S310
+                    pass
+            except urllib.error.HTTPError as error:
+                raise ApiError(error.code, f"uploading {upload['path']}: {error.reason}") from None
+        body: dict[str, Any] = {"files": declared}
+        if default_file is not None:
+            body["default_file"] = default_file
+        answer: dict[str, Any] = self.call("POST", "/api/item/files", body, ibi=ibi)
+        return answer
+
+    def verify(self, ibi: str | None = None) -> Iterator[dict[str, Any]]:
+        """The integrity report, item by item (every item when ``ibi`` is None)."""
+        if ibi is not None:
+            yield from self.call("POST", "/api/verify", None, ibi=ibi)["items"]
+            return
+        after: str | None = None
+        while True:
+            query = {"after": after} if after else {}
+            page = self.call("POST", "/api/verify", None, **query)
+            yield from page["items"]
+            after = page.get("next")
+            if not after:
+                return

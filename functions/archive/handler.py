@@ -7,6 +7,7 @@ Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (sp
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import warnings
@@ -25,14 +26,21 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.archive.files import FileMismatch, FileMissing, FileStoreError, FileTooLarge
 from functions.archive.model import Forms, Item
 from functions.archive.protocol import ArchiveIdentity, make_url_list, new_urlkey, relations_for
-from functions.archive.service import ArchiveError, ArchiveService, BadRequest, NotHeld
+from functions.archive.service import (
+    ArchiveError,
+    ArchiveService,
+    BadRequest,
+    NotHeld,
+    parse_files,
+)
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import ArchiveStoreError, DynamoItemStore
 from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
 from ibi.core.errors import InvalidInput
-from ibi.core.pairlist import PairList, format_pair_list, parse_query
+from ibi.core.pairlist import PairList, encode_value, format_pair_list, parse_query
 from ibi.core.relations import parse_verb_list, wants_file_list
 
 warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -94,9 +102,8 @@ def _html(status: int, page: str, **headers: str) -> Response[str]:
 
 
 def _protocol_error(message: str) -> Response[str]:
-    return _text(
-        400, PairList([("error", tuple(message.replace("{", "(").replace("}", ")").split()))])
-    )
+    """A 400 whose body is still a pair list: ``error {words of the reason}``."""
+    return _text(400, PairList([("error", tuple(encode_value(word) for word in message.split()))]))
 
 
 def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttpResolver:
@@ -157,6 +164,10 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
             )
             return Response(status_code=302, body="", headers=headers)
         data = files.read(item.key, chosen.path, max_bytes=current.settings.serve_inline_bytes)
+        if hashlib.sha256(data).hexdigest() != chosen.sha256:  # never serve damaged content
+            metrics.add_metric(name="IntegrityProblems", unit=MetricUnit.Count, value=1)
+            logger.error("file damaged", extra={"ibi": item.key, "path": chosen.path})
+            return _html(500, "<!doctype html><p>This file failed its integrity check.</p>")
         return Response(
             status_code=200,
             content_type=chosen.content_type,
@@ -280,6 +291,71 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         )
         return _json(200, {"items": [i.summary() for i in items], "next": more})
 
+    def files_of(current: ArchiveRuntime) -> Any:
+        if current.files is None:
+            raise BadRequest("this Archive keeps no files: give the item a url instead")
+        return current.files
+
+    def declared_files(data: Any) -> list[dict[str, Any]]:
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+            raise BadRequest('the body is {"files": [{"path", "sha256", "size", "content_type"?}]}')
+        return list(data["files"])
+
+    @app.post("/api/item/uploads")
+    def presign_uploads() -> Response[str]:
+        """Presigned PUT URLs for files of an item (any size, straight to S3)."""
+        current, _, _ = runtime()
+        item = current.service.get(item_label())
+        files = files_of(current)
+        uploads = []
+        for declared in parse_files(declared_files(body())):
+            upload = files.presign_upload(
+                item.key,
+                declared.path,
+                sha256_hex=declared.sha256,
+                size=declared.size,
+                content_type=declared.content_type,
+            )
+            uploads.append({"path": declared.path, **upload})
+        return _json(200, {"ibi": item.ibi.to_mapping(), "uploads": uploads})
+
+    @app.post("/api/item/files")
+    def commit_files() -> Response[str]:
+        """Check uploaded files against their SHA-256 and size, then add them to the item."""
+        current, _, views = runtime()
+        data = body()
+        label = item_label()
+        item = current.service.get(label)
+        files = files_of(current)
+        declared = parse_files(declared_files(data))
+        for stored in declared:
+            files.commit(item.key, stored.path, sha256_hex=stored.sha256, size=stored.size)
+        default = data.get("default_file")
+        if default is not None and not isinstance(default, str):
+            raise BadRequest('"default_file" must be the path of one of the item\'s files')
+        changed = current.service.set_files(label, declared, default)
+        logger.info("files committed", extra={"ibi": changed.key, "files": len(declared)})
+        return _json(200, item_answer(changed, current, views))
+
+    @app.post("/api/verify")
+    def verify() -> Response[str]:
+        """Stored files against their SHA-256; a copy against the original's checksum."""
+        current, _, _ = runtime()
+        files = files_of(current)
+        label = app.current_event.get_query_string_value("ibi")
+        if label:
+            items, more = [current.service.get(label)], None
+        else:
+            items, more = current.store.scan(
+                after=app.current_event.get_query_string_value("after"), limit=25
+            )
+        report = [check_item(item, files) for item in items if not item.deleted]
+        problems = [p for entry in report for p in entry["problems"]]
+        if problems:
+            metrics.add_metric(name="IntegrityProblems", unit=MetricUnit.Count, value=len(problems))
+            logger.error("integrity problems", extra={"problems": problems})
+        return _json(200, {"items": report, "problems": len(problems), "next": more})
+
     # -- the protocol, at the Archive service's own IBI (matched last) ------------------------
 
     @app.get("/.+")
@@ -369,6 +445,29 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
             )
         return _html(error.status, f"<!doctype html><title>{error.status}</title><p>{error}</p>")
 
+    @app.exception_handler(FileMissing)  # type: ignore[untyped-decorator]
+    def file_missing(error: FileMissing) -> Response[str]:
+        return _json(
+            409, {"error": {"code": "FileMissing", "message": f"{error}: upload it first"}}
+        )
+
+    @app.exception_handler(FileMismatch)  # type: ignore[untyped-decorator]
+    def file_mismatch(error: FileMismatch) -> Response[str]:
+        return _json(422, {"error": {"code": "FileMismatch", "message": str(error)}})
+
+    @app.exception_handler(FileTooLarge)  # type: ignore[untyped-decorator]
+    def file_too_large(error: FileTooLarge) -> Response[str]:
+        return _json(413, {"error": {"code": "FileTooLarge", "message": str(error)}})
+
+    @app.exception_handler(FileStoreError)  # type: ignore[untyped-decorator]
+    def file_store_error(error: FileStoreError) -> Response[str]:
+        logger.warning("file store unavailable", extra={"reason": str(error)})
+        return _json(
+            503,
+            {"error": {"code": "Unavailable", "message": "retry shortly"}},
+            **{"Retry-After": "1"},
+        )
+
     @app.exception_handler(ArchiveStoreError)  # type: ignore[untyped-decorator]
     def store_error(error: ArchiveStoreError) -> Response[str]:
         logger.warning("store unavailable", extra={"reason": str(error)})
@@ -390,6 +489,27 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         return _json(500, {"error": {"code": "InternalError", "message": "the Archive failed"}})
 
     return app
+
+
+def check_item(item: Item, files: Any) -> dict[str, Any]:
+    """One item's integrity: every file's SHA-256, and a copy's main file against its original."""
+    problems: list[dict[str, str]] = []
+    for stored in item.files:
+        try:
+            found = files.sha256_of(item.key, stored.path)
+        except FileMissing:
+            problems.append({"ibi": item.key, "path": stored.path, "problem": "missing"})
+            continue
+        if found != stored.sha256:
+            problems.append(
+                {"ibi": item.key, "path": stored.path, "problem": "sha256", "found": found}
+            )
+    main = item.main_file
+    if item.original_sha256 and main is not None and main.sha256 != item.original_sha256:
+        problems.append(
+            {"ibi": item.key, "path": main.path, "problem": "differs from the original"}
+        )
+    return {"ibi": item.ibi.to_mapping(), "files": len(item.files), "problems": problems}
 
 
 def mint_through(endpoint: str, subsystem: str | None) -> Callable[[str | None], Forms]:
@@ -431,7 +551,10 @@ def runtime_from_settings(
 @lru_cache(maxsize=1)
 def _runtime() -> ArchiveRuntime:
     settings = ArchiveSettings.from_environment()
-    s3 = boto3.client("s3") if settings.bucket else None
+    from botocore.config import Config
+
+    # SigV4 presigning signs the length and checksum of uploads (SigV2 would not).
+    s3 = boto3.client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
     return runtime_from_settings(settings, boto3.client("dynamodb"), s3)
 
 

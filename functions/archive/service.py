@@ -52,12 +52,11 @@ class Unavailable(ArchiveError):
     status = 503
 
 
+# Files join an item only through an upload and its check (POST /api/item/files).
 _CREATE_FIELDS = {
     "ibi",
     "subsystem",
     "url",
-    "files",
-    "default_file",
     "content_type",
     "language",
     "transferable",
@@ -106,7 +105,7 @@ def _dc(value: Any) -> dict[str, tuple[str, ...]]:
     return result
 
 
-def _files(value: Any) -> tuple[StoredFile, ...]:
+def parse_files(value: Any) -> tuple[StoredFile, ...]:
     if not isinstance(value, list):
         raise BadRequest('"files" must be a list of {"path", "sha256", "size"[, "content_type"]}')
     files = []
@@ -222,8 +221,6 @@ class ArchiveService:
                 timestamp=self._clock(),
                 content_type=ContentType(data.get("content_type", "Data")),
                 language=data.get("language"),
-                files=_files(data.get("files", [])),
-                default_file=data.get("default_file"),
                 external_url=data.get("url"),
                 transferable=_bool(data.get("transferable", True), "transferable"),
                 listable=_bool(data.get("listable", True), "listable"),

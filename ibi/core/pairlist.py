@@ -26,8 +26,9 @@ Decisions where the seeds are silent:
 * **Decoding** accepts ``%hh`` in either case and reads a bare ``+`` as a space (Table 4.1
   escapes ``+`` because a bare one is a space). Bytes that are not UTF-8 are read as
   ISO 8859-1, the encoding of the seed's own example (``%f3`` is ``ó``, Example 4.2).
-  ``%`` not followed by two hex digits, or a raw character that cannot appear in a URL, is an
-  error.
+  ``%`` not followed by two hex digits, or a raw space, control or non-ASCII character, is
+  an error. The decoded text may hold anything (``%00`` is a NUL): whoever uses it checks it
+  (the persistent URL parser refuses control characters).
 * **Line ends.** Table 4.2 names CRLF, so :func:`format_pair_list` writes one pair per line
   with CRLF (the seed examples print one pair per line) and no final line end.
   :func:`parse_pair_list` accepts SP, LF or CRLF between pairs, blank lines and a final line
@@ -260,9 +261,7 @@ def format_pair_list(pairs: Pairs, *, newline: str = "\r\n") -> str:
     return newline.join(lines)
 
 
-def parse_pair_list(
-    text: str | bytes, *, max_length: int = DEFAULT_MAX_PAIR_LIST
-) -> PairList:
+def parse_pair_list(text: str | bytes, *, max_length: int = DEFAULT_MAX_PAIR_LIST) -> PairList:
     """Read a pair list (Table 4.2) from an untrusted Archive; see the module notes."""
     if isinstance(text, bytes | bytearray):
         if len(text) > max_length:
@@ -271,8 +270,9 @@ def parse_pair_list(
             text = bytes(text).decode("ascii")
         except UnicodeDecodeError as error:
             raise InvalidInput(
-                "pair list", f"byte {error.object[error.start]:#04x} at offset {error.start} "
-                "is not ASCII; write non-ASCII characters as %hh"
+                "pair list",
+                f"byte {error.object[error.start]:#04x} at offset {error.start} "
+                "is not ASCII; write non-ASCII characters as %hh",
             ) from None
     if not isinstance(text, str):
         raise InvalidInput("pair list", f"{text!r} is not text")
@@ -280,10 +280,10 @@ def parse_pair_list(
         raise InvalidInput("pair list", f"longer than {max_length} characters")
     bad = _BAD_CHARACTER.search(text)
     if bad:
-        line = text.count("\n", 0, bad.start()) + 1
+        where = text.count("\n", 0, bad.start()) + 1
         raise InvalidInput(
             "pair list",
-            f"line {line}: character {bad.group()[0]!r} is not printable ASCII; "
+            f"line {where}: character {bad.group()[0]!r} is not printable ASCII; "
             "write it as %hh (pairs are separated by SP, LF or CRLF)",
         )
     pairs: list[tuple[str, Value]] = []
@@ -303,8 +303,7 @@ def parse_pair_list(
             if name in seen:
                 raise InvalidInput(
                     "pair list",
-                    f"line {number}: the name {name!r} appears twice (first on line "
-                    f"{seen[name]})",
+                    f"line {number}: the name {name!r} appears twice (first on line {seen[name]})",
                 )
             seen[name] = number
             pairs.append((name, value))

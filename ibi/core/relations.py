@@ -1,4 +1,4 @@
-"""Verbs, modifiers and relations: what a persistent URL asks for (spec §5.1–§5.3, §6).
+"""Verbs, modifiers and relations: what a persistent URL asks for (spec §5.1 to §5.3, §6).
 
 One idea, three spellings (seed 001, Tables 6.1, 6.4, 6.5 and 7.5):
 
@@ -47,7 +47,22 @@ RELATION_KINDS: tuple[RelationKind, ...] = get_args(RelationKind)
 METADATA_FORMATS = ("oai_dc",)
 
 # Table 6.2, in its order.
-MODIFIERS = (":", ":+", "!", "!+", "!:", "!+:", "!:+", "!+:+", "+", "+!", "+:", "+!:", "+:+", "+!:+")
+MODIFIERS = (
+    ":",
+    ":+",
+    "!",
+    "!+",
+    "!:",
+    "!+:",
+    "!:+",
+    "!+:+",
+    "+",
+    "+!",
+    "+:",
+    "+!:",
+    "+:+",
+    "+!:+",
+)
 _ORDERS = frozenset(("", *MODIFIERS))
 
 _SYMBOL: dict[VerbName, str] = {
@@ -73,6 +88,17 @@ _LANGUAGE = re.compile(r"([A-Za-z]{2})(?:-([A-Za-z]{2}))?")
 _VERB_SEPARATORS = re.compile(r"[ +]+")
 
 T = TypeVar("T")
+
+
+def _check_order(steps: tuple[Verb, ...], part: str, shown: str) -> None:
+    shape = "".join(_SYMBOL[step.name] for step in steps)
+    if shape not in _ORDERS:
+        what = repr(shape) if shown == shape else f"{shown!r} asks for {shape!r}, which"
+        raise InvalidInput(
+            part,
+            f"{what} is not an allowed order of last edition (!), translation (+) and "
+            f"metadata (:); the 14 allowed: {' '.join(MODIFIERS)}",
+        )
 
 
 # ---------------------------------------------------------------------------- parameters
@@ -154,7 +180,11 @@ class Verb:
 
     @property
     def language(self) -> str | None:
-        return self.parameter.split("-")[0] if self.name == "GetTranslation" and self.parameter else None
+        return (
+            self.parameter.split("-")[0]
+            if self.name == "GetTranslation" and self.parameter
+            else None
+        )
 
     @property
     def country(self) -> str | None:
@@ -275,13 +305,21 @@ class Relation:
 
 def parse_relation(text: str, part: str = "relation") -> Relation:
     """``.translation(pt-BR).lastedition`` -> :class:`Relation`; ``""`` is the item itself."""
-    steps = _scan(text, _STEP, _BY_QUALIFIER, part, "a qualifier (.lastedition, .translation[(ll[-CC])], .metadata[(oai_dc)])")
+    steps = _scan(
+        text,
+        _STEP,
+        _BY_QUALIFIER,
+        part,
+        "a qualifier (.lastedition, .translation[(ll[-CC])], .metadata[(oai_dc)])",
+    )
     return _relation(steps, part, text)
 
 
 def parse_modifier(text: str, part: str = "modifier") -> Relation:
     """``!:(oai_dc)``, ``+(pt-BR)!`` … -> :class:`Relation` (one of the 14 orders)."""
-    steps = _scan(text, _MODIFIER_STEP, _BY_SYMBOL, part, "a modifier (!, +[(ll[-CC])], :[(oai_dc)])")
+    steps = _scan(
+        text, _MODIFIER_STEP, _BY_SYMBOL, part, "a modifier (!, +[(ll[-CC])], :[(oai_dc)])"
+    )
     return _relation(steps, part, text)
 
 
@@ -327,6 +365,10 @@ def relation_pair_index(pairs: Iterable[tuple[str, T]]) -> dict[tuple[RelationKi
             continue
         index.setdefault(key, value)
     return index
+
+
+ITEM_ITSELF = Relation()
+"""The empty relation: the item itself."""
 
 
 # ---------------------------------------------------------------------------- chasing IBIs
@@ -394,7 +436,9 @@ def _scan(
         name = names.get(match.group("word").lower()) if match else None
         if match is None or name is None:
             raise InvalidInput(
-                part, f"{text!r}: {text[position:position + 20]!r} at offset {position} is not {expected}"
+                part,
+                f"{text!r}: {text[position : position + 20]!r} at offset {position} "
+                f"is not {expected}",
             )
         try:
             steps.append(Verb(name, match.group("parameter")))
@@ -407,13 +451,3 @@ def _scan(
 def _relation(steps: tuple[Verb, ...], part: str, shown: str) -> Relation:
     _check_order(steps, part, shown)
     return Relation(steps)
-
-
-def _check_order(steps: tuple[Verb, ...], part: str, shown: str) -> None:
-    shape = "".join(_SYMBOL[step.name] for step in steps)
-    if shape not in _ORDERS:
-        raise InvalidInput(
-            part,
-            f"{shown!r} asks for {shape!r}, which is not an allowed order of last edition (!), "
-            f"translation (+) and metadata (:); allowed: {' '.join(MODIFIERS)}",
-        )

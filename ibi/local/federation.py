@@ -1,7 +1,8 @@
 """``ibi local``: the services on loopback, with their data in one directory.
 
-Today it runs the minting service; the Archives and the resolver join it as they land.
-Everything the services store lives under the data directory and survives restarts.
+The minting service and two Archives (``archive-a``, ``archive-b``), each its own API on its
+own port, over dynalite (DynamoDB) and s3rver (S3) on loopback. Everything the services
+store lives under the data directory and survives restarts. The resolver joins as it lands.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ibi.local.gateway import LocalGateway
 from ibi.local.stores import Dynalite
 
 DEFAULT_MINTING_PORT = 8800
+ARCHIVES = ("archive-a", "archive-b")
 MINTING_TABLES = {
     "state": "ibi-mint-state",
     "record": "ibi-mint-record",
@@ -66,7 +68,9 @@ class LocalFederation:
     log_level: str = "WARNING"
     workers: int = 4
     gateways: list[LocalGateway] = field(default_factory=list)
+    archive_ports: tuple[int, ...] = (8810, 8820)
     _dynalite: Dynalite | None = None
+    _s3: Any = None
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LocalFederation:
@@ -75,7 +79,13 @@ class LocalFederation:
         log = (self.data_dir / "dynalite.log").open("ab")
         self._dynalite = Dynalite(self.data_dir / "dynamodb", log=log).start()
         try:
-            self.gateways.append(self._minting())
+            from ibi.local.s3 import LocalS3
+
+            self._s3 = LocalS3(self.data_dir / "s3", log=log).start()
+            minting = self._minting()
+            self.gateways.append(minting)
+            for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
+                self.gateways.append(self._archive(name, port, minting.url))
         except BaseException:
             self.stop()
             raise
@@ -110,10 +120,38 @@ class LocalFederation:
 
         return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
 
+    def _archive(self, name: str, port: int, mint_endpoint: str) -> LocalGateway:
+        from functions.archive.handler import create_app, make_handler, runtime_from_settings
+        from functions.archive.settings import ArchiveSettings
+        from functions.archive.store import ensure_table
+
+        assert self._dynalite is not None
+        dynalite, s3 = self._dynalite, self._s3
+        table, bucket = f"ibi-{name}-items", f"ibi-{name}-files"
+        ensure_table(dynalite.client(), table)
+        s3.ensure_bucket(bucket)
+        settings = ArchiveSettings.from_environment(
+            {
+                "IBI_ARCHIVE_TABLE": table,
+                "IBI_ARCHIVE_BUCKET": bucket,
+                "IBI_ARCHIVE_BASE_URL": f"http://127.0.0.1:{port}",
+                "IBI_MINT_ENDPOINT": mint_endpoint,
+            }
+        )
+
+        def handler() -> Any:  # in each worker process
+            runtime = runtime_from_settings(settings, dynalite.client(), s3.client())
+            return make_handler(create_app(lambda: runtime))
+
+        return LocalGateway(name, handler, port, workers=self.workers)
+
     def stop(self) -> None:
         for gateway in self.gateways:
             gateway.shutdown()
         self.gateways.clear()
+        if self._s3 is not None:
+            self._s3.stop()
+            self._s3 = None
         if self._dynalite is not None:
             self._dynalite.stop()
             self._dynalite = None
@@ -131,6 +169,7 @@ class LocalFederation:
             lines += [
                 "",
                 "Try:",
+                f"  curl -s {self.gateways[1].url}/api/service" if len(self.gateways) > 1 else "",
                 f"  ibi mint --endpoint {mint}",
                 f"  ibi mint --endpoint {mint} --count 3 --json",
                 f"  ibi mints --endpoint {mint}",
