@@ -305,10 +305,11 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
     def presign_uploads() -> Response[str]:
         """Presigned PUT URLs for files of an item (any size, straight to S3)."""
         current, _, _ = runtime()
+        declared_list = parse_files(declared_files(body()))
         item = current.service.get(item_label())
         files = files_of(current)
         uploads = []
-        for declared in parse_files(declared_files(body())):
+        for declared in declared_list:
             upload = files.presign_upload(
                 item.key,
                 declared.path,
@@ -324,10 +325,10 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         """Check uploaded files against their SHA-256 and size, then add them to the item."""
         current, _, views = runtime()
         data = body()
+        declared = parse_files(declared_files(data))
         label = item_label()
         item = current.service.get(label)
         files = files_of(current)
-        declared = parse_files(declared_files(data))
         for stored in declared:
             files.commit(item.key, stored.path, sha256_hex=stored.sha256, size=stored.size)
         default = data.get("default_file")

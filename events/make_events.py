@@ -1,0 +1,226 @@
+"""Writes the API Gateway (HTTP API, payload 2.0) events in events/: `python events/make_events.py`.
+
+The events are committed; this script documents how they were made and remakes them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+SERVICE = "8JMKD3MGP8W/3FSUP4L"  # the test Archive's service IBI (tests claim it first)
+ITEM = "8JMKD3MGP8W/35MME4E"
+IAM = {
+    "iam": {
+        "accessKey": "ASIAEXAMPLEEXAMPLE",
+        "accountId": "123456789012",
+        "callerId": "AROAEXAMPLEEXAMPLE:github-actions",
+        "cognitoIdentity": None,
+        "principalOrgId": None,
+        "userArn": "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/github-actions",
+        "userId": "AROAEXAMPLEEXAMPLE:github-actions",
+    }
+}
+
+
+def event(
+    method: str,
+    path: str,
+    *,
+    host: str,
+    body: Any = None,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    signed: bool = True,
+) -> dict[str, Any]:
+    from urllib.parse import parse_qsl
+
+    all_headers = {
+        "accept": "application/json",
+        "content-type": "application/json",
+        "host": host,
+        "user-agent": "ibi-cli/0.1.0",
+        "x-amzn-trace-id": "Root=1-673f2a4b-0123456789abcdef01234567",
+        "x-forwarded-for": "198.51.100.7",
+        "x-forwarded-port": "443",
+        "x-forwarded-proto": "https",
+        **(headers or {}),
+    }
+    result: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": f"{method} {path}",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": all_headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": host.split(".", maxsplit=1)[0],
+            "domainName": host,
+            "domainPrefix": host.split(".", maxsplit=1)[0],
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "198.51.100.7",
+                "userAgent": "ibi-cli/0.1.0",
+            },
+            "requestId": "cJ3mZhXQjoEEMbQ=",
+            "routeKey": f"{method} {path}",
+            "stage": "$default",
+            "time": "22/Nov/2026:22:30:00 +0000",
+            "timeEpoch": 1795473000000,
+        },
+        "isBase64Encoded": False,
+    }
+    if signed:
+        result["requestContext"]["authorizer"] = IAM
+    if query:
+        merged: dict[str, str] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            merged[name] = f"{merged[name]},{value}" if name in merged else value
+        result["queryStringParameters"] = merged
+    if body is not None:
+        result["body"] = body if isinstance(body, str) else json.dumps(body)
+    return result
+
+
+def minting() -> dict[str, dict[str, Any]]:
+    host = "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com"
+    return {
+        "mint.json": event("POST", "/mint", host=host, body={"subsystem": "default", "count": 1}),
+        "mint_batch.json": event("POST", "/mint", host=host, body={"count": 1000}),
+        "mint_idempotent.json": event(
+            "POST",
+            "/mint",
+            host=host,
+            body={"count": 2},
+            headers={"idempotency-key": "run-4242-attempt-1-sha256-9f86d081884c7d65"},
+        ),
+        "mint_malformed_json.json": event("POST", "/mint", host=host, body='{"count": 1,'),
+        "mint_count_out_of_range.json": event("POST", "/mint", host=host, body={"count": 1001}),
+        "mint_unknown_subsystem.json": event(
+            "POST", "/mint", host=host, body={"subsystem": "nope"}
+        ),
+        "mint_wrong_method.json": event("GET", "/mint", host=host),
+        "list_mints.json": event("GET", "/mints", host=host, query="subsystem=default&limit=10"),
+        "list_subsystems.json": event("GET", "/subsystems", host=host),
+    }
+
+
+def archive() -> dict[str, dict[str, Any]]:
+    host = "f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com"
+    sha = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"  # "hello world"
+    protocol = f"/{SERVICE}"
+    public = {"signed": False}
+    return {
+        "service.json": event("GET", "/api/service", host=host),
+        "create_original.json": event(
+            "POST",
+            "/api/items",
+            host=host,
+            body={"ibi": ITEM, "language": "en", "dc": {"title": "CCSDS 643.0-B-1"}},
+        ),
+        "create_minted.json": event(
+            "POST", "/api/items", host=host, body={"url": "https://example.org/a.pdf"}
+        ),
+        "create_copy.json": event(
+            "POST",
+            "/api/copies",
+            host=host,
+            body={"ibi": "LK47B6W/362SFKH", "original_sha256": sha},
+        ),
+        "get_item.json": event("GET", "/api/item", host=host, query=f"ibi={ITEM}"),
+        "update_item.json": event(
+            "PATCH", "/api/item", host=host, query=f"ibi={ITEM}", body={"language": "en-GB"}
+        ),
+        "link_translation.json": event(
+            "POST",
+            "/api/item/links",
+            host=host,
+            query=f"ibi={ITEM}",
+            body={"translation": {"language": "pt", "ibi": "8JMKD3MGP8W/35MMLL8"}},
+        ),
+        "upload_files.json": event(
+            "POST",
+            "/api/item/uploads",
+            host=host,
+            query=f"ibi={ITEM}",
+            body={
+                "files": [
+                    {"path": "hello.txt", "sha256": sha, "size": 11, "content_type": "text/plain"}
+                ]
+            },
+        ),
+        "commit_files.json": event(
+            "POST",
+            "/api/item/files",
+            host=host,
+            query=f"ibi={ITEM}",
+            body={
+                "files": [
+                    {"path": "hello.txt", "sha256": sha, "size": 11, "content_type": "text/plain"}
+                ],
+                "default_file": "hello.txt",
+            },
+        ),
+        "verify.json": event("POST", "/api/verify", host=host, query=f"ibi={ITEM}"),
+        "list_items.json": event("GET", "/api/items", host=host, query="limit=10"),
+        "delete_item.json": event("DELETE", "/api/item", host=host, query=f"ibi={ITEM}"),
+        "url_request.json": event(
+            "GET",
+            protocol,
+            host=host,
+            query=f"servicesubject=urlRequest&clientinformation.ipaddress=198.51.100.7%20192.0.2.1&parsedibiurl.ibi={ITEM}",
+            **public,
+        ),
+        "url_request_metadata.json": event(
+            "GET",
+            protocol,
+            host=host,
+            query=f"servicesubject=urlRequest&clientinformation.ipaddress=198.51.100.7&parsedibiurl.ibi={ITEM}&parsedibiurl.verblist=GetLastEdition%20GetMetadata(oai_dc)",
+            **public,
+        ),
+        "url_request_unknown.json": event(
+            "GET",
+            protocol,
+            host=host,
+            query="servicesubject=urlRequest&clientinformation.ipaddress=198.51.100.7&parsedibiurl.ibi=LK47B6W/362SFKJ",
+            **public,
+        ),
+        "acknowledgment_bad_key.json": event(
+            "GET",
+            protocol,
+            host=host,
+            query="servicesubject=acknowledgment&urlkey=1426387214-9164566186556927",
+            **public,
+        ),
+        "inclusion_confirmation.json": event(
+            "GET",
+            protocol,
+            host=host,
+            query="servicesubject=inclusionConfirmationRequest",
+            **public,
+        ),
+        "unknown_subject.json": event(
+            "GET", protocol, host=host, query="servicesubject=hello", **public
+        ),
+        "file.json": event("GET", f"/col/{ITEM}/hello.txt", host=host, **public),
+        "file_list.json": event("GET", f"/list/{ITEM}", host=host, **public),
+        "metadata_oai_dc.json": event(
+            "GET", f"/metadata/{ITEM}", host=host, query="format=oai_dc", **public
+        ),
+        "metadata_page.json": event("GET", f"/metadata/{ITEM}", host=host, **public),
+    }
+
+
+def main() -> None:
+    for folder, events in (("minting", minting()), ("archive", archive())):
+        (HERE / folder).mkdir(exist_ok=True)
+        for name, content in events.items():
+            (HERE / folder / name).write_text(json.dumps(content, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""The Archive's real handler over moto (DynamoDB + S3), fed the events in events/archive/."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from moto import mock_aws
+
+from functions.archive.files import S3FileStore
+from functions.archive.handler import ArchiveRuntime, create_app, make_handler
+from functions.archive.model import Forms
+from functions.archive.service import ArchiveService
+from functions.archive.settings import ArchiveSettings
+from functions.archive.store import DynamoItemStore, ensure_table
+from ibi.core.labels import IBI
+from ibi.core.pairlist import parse_pair_list
+from ibi.local.gateway import LocalContext
+
+EVENTS = Path(__file__).parents[2] / "events" / "archive"
+SERVICE = Forms(ibip="8JMKD3MGP8W/3FSUP4L")
+ITEM = "8JMKD3MGP8W/35MME4E"
+HELLO = b"hello world"
+Invoke = Callable[..., dict[str, Any]]
+
+
+def event(name: str, **changes: Any) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    loaded.update(changes)
+    return loaded
+
+
+@pytest.fixture
+def runtime() -> Iterator[ArchiveRuntime]:
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        s3 = boto3.client("s3", region_name="us-east-1", config=Config(signature_version="s3v4"))
+        ensure_table(dynamodb, "archive-items")
+        s3.create_bucket(Bucket="archive-files")
+        store = DynamoItemStore(dynamodb, "archive-items")
+        store.claim_service_item(SERVICE)
+        dates = count(1795473000)
+
+        def mint(_: str | None) -> Forms:  # a minting service of our own, for the test
+            ibi = IBI.build(Decimal(next(dates)), host="ibi.example.org", ip="192.0.2.10")
+            return Forms(rep=ibi.rep, ibip=ibi.ibip)
+
+        settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": "archive-items"})
+        yield ArchiveRuntime(
+            service=ArchiveService(store, clock=lambda: Decimal(1795473000), mint=mint),
+            store=store,
+            settings=settings,
+            clock=lambda: Decimal(1795473000),
+            files=S3FileStore(s3, "archive-files", trust_stored_checksum=False),
+        )
+
+
+@pytest.fixture
+def invoke(runtime: ArchiveRuntime) -> Invoke:
+    handler = make_handler(create_app(lambda: runtime))
+    return lambda name, **changes: handler(event(name, **changes), LocalContext("archive", "t"))
+
+
+def body(answer: dict[str, Any]) -> Any:
+    return json.loads(answer["body"])
+
+
+def pairs(answer: dict[str, Any]) -> Any:
+    assert answer["headers"]["Content-Type"].startswith("text/plain")
+    return parse_pair_list(answer["body"])
+
+
+def deposit(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    assert invoke("create_original.json")["statusCode"] == 201
+    uploads = body(invoke("upload_files.json"))["uploads"]
+    assert uploads[0]["method"] == "PUT" and uploads[0]["headers"]["Content-Length"] == "11"
+    runtime.files.put(ITEM, "hello.txt", HELLO, "text/plain")  # what the client's PUT does
+    assert invoke("commit_files.json")["statusCode"] == 200
+
+
+def test_service_names_the_archive(invoke: Invoke) -> None:
+    answer = body(invoke("service.json"))
+    assert answer["archiveserviceibi"] == {"ibip": SERVICE.ibip}
+    assert answer["archiveaddress"] == "f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com"
+
+
+def test_the_archive_service_is_an_item_like_any_other(invoke: Invoke) -> None:
+    query = f"servicesubject=urlRequest&clientinformation.ipaddress=1.2.3.4&parsedibiurl.ibi={SERVICE.ibip}"
+    answer = pairs(invoke("url_request.json", rawQueryString=query))
+    assert answer.word("state") == "Original"
+    assert answer.words("ibi") == ("ibip", SERVICE.ibip)
+    item = body(invoke("get_item.json", queryStringParameters={"ibi": SERVICE.ibip}))
+    assert item["service"] is True and item["transferable"] is False
+
+
+def test_deposit_then_resolve_then_acknowledge(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    answer = pairs(invoke("url_request.json"))
+    assert answer.word("url") == (
+        f"https://f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com/col/{ITEM}/hello.txt"
+    )
+    assert answer.word("state") == "Original" and answer.word("contenttype") == "Data"
+    urlkey = answer.word("urlkey")
+    again = pairs(invoke("url_request.json")).word("urlkey")
+    assert urlkey and again and urlkey != again  # a fresh key in every answer
+    acknowledged = invoke(
+        "acknowledgment_bad_key.json",
+        rawQueryString=f"servicesubject=acknowledgment&urlkey={urlkey}",
+    )
+    assert acknowledged["body"].strip() == "notice {acknowledgment received}"
+    replayed = invoke(
+        "acknowledgment_bad_key.json",
+        rawQueryString=f"servicesubject=acknowledgment&urlkey={urlkey}",
+    )
+    assert replayed["statusCode"] == 400  # a key counts once
+    assert body(invoke("get_item.json"))["accesses"] == 1
+
+    served = invoke("file.json")
+    assert served["statusCode"] == 200 and served["isBase64Encoded"] is True
+    assert served["headers"]["ETag"] == f'"{runtime.store.get(ITEM).files[0].sha256}"'  # type: ignore[union-attr]
+    not_modified = invoke(
+        "file.json",
+        headers={**event("file.json")["headers"], "if-none-match": served["headers"]["ETag"]},
+    )
+    assert not_modified["statusCode"] == 304
+
+
+def test_metadata_views(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    xml = invoke("metadata_oai_dc.json")
+    assert xml["headers"]["Content-Type"].startswith("text/xml")
+    assert "<dc:title>CCSDS 643.0-B-1</dc:title>" in xml["body"]
+    assert f"<dc:identifier>{ITEM}</dc:identifier>" in xml["body"]
+    page = invoke("metadata_page.json")
+    assert page["statusCode"] == 200 and "CCSDS 643.0-B-1" in page["body"]
+    listing = invoke("file_list.json")
+    assert listing["statusCode"] == 200 and "hello.txt" in listing["body"]
+
+
+def test_listing_not_allowed_says_so(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    invoke("update_item.json", body=json.dumps({"listable": False}))
+    page = invoke("file_list.json")
+    assert page["statusCode"] == 403 and "not allowed" in page["body"]
+    assert "hello.txt" not in page["body"]
+
+
+def test_a_damaged_file_is_reported_never_served(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    runtime.files.put(ITEM, "hello.txt", b"hello w0rld", "text/plain")  # bit rot
+    assert invoke("file.json")["statusCode"] == 500
+    report = body(invoke("verify.json"))
+    assert report["problems"] == 1
+    assert report["items"][0]["problems"][0]["problem"] == "sha256"
+
+
+def test_commit_refuses_a_wrong_upload(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    assert invoke("create_original.json")["statusCode"] == 201
+    runtime.files.put(ITEM, "hello.txt", b"something else", "text/plain")
+    refused = invoke("commit_files.json")
+    assert refused["statusCode"] == 422 and body(refused)["error"]["code"] == "FileMismatch"
+    assert body(invoke("get_item.json"))["files"] == []
+
+
+def test_update_advances_the_timestamp_and_links(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    runtime.clock = lambda: Decimal(1795473100)  # type: ignore[method-assign]
+    runtime.service._clock = runtime.clock  # noqa: SLF001 - the test's clock moves on
+    before = body(invoke("get_item.json"))["date"]
+    after = body(invoke("update_item.json"))
+    assert Decimal(after["date"]) > Decimal(before) and after["language"] == "en-GB"
+    linked = body(invoke("link_translation.json"))
+    assert linked["translations"] == [
+        {"language": "pt", "ibi": {"ibip": "8JMKD3MGP8W/35MMLL8"}, "url": None}
+    ]
+    answer = pairs(
+        invoke(
+            "url_request.json",
+            rawQueryString=event("url_request.json")["rawQueryString"]
+            + "&parsedibiurl.verblist=GetTranslation(pt)",
+        )
+    )
+    assert answer.words("ibi.translation(pt)") == ("ibip", "8JMKD3MGP8W/35MMLL8")
+    assert "url.translation(pt)" not in answer  # held elsewhere: the resolver chases its IBI
+
+
+def test_delete_leaves_a_tombstone(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    assert body(invoke("delete_item.json"))["state"] == "Deleted"
+    answer = pairs(invoke("url_request.json"))
+    assert answer.word("state") == "Deleted" and "url" not in answer and "urlkey" not in answer
+    assert invoke("create_original.json")["statusCode"] == 409  # never reused
+    assert invoke("delete_item.json")["statusCode"] == 410
+    assert invoke("file.json")["statusCode"] == 410
+
+
+def test_one_item_per_ibi_never_original_and_copy(invoke: Invoke) -> None:
+    assert invoke("create_original.json")["statusCode"] == 201
+    conflict = invoke("create_original.json")
+    assert (
+        conflict["statusCode"] == 409 and "one item per IBI" in body(conflict)["error"]["message"]
+    )
+    as_copy = invoke("create_copy.json", body=json.dumps({"ibi": ITEM}))
+    assert as_copy["statusCode"] == 409
+    # by its other form too
+    rep = invoke(
+        "create_copy.json",
+        body=json.dumps({"ibi": {"rep": "sid.inpe.br/mtc-m18@80/2009/07.21.13.23", "ibip": ITEM}}),
+    )
+    assert rep["statusCode"] == 409
+
+
+def test_a_copy_keeps_the_original_ibi_and_checksum(invoke: Invoke) -> None:
+    copy = body(invoke("create_copy.json"))
+    assert copy["state"] == "Copy" and copy["ibi"] == {"ibip": "LK47B6W/362SFKH"}
+    assert copy["original_sha256"].startswith("b94d27b9")
+    minted = body(invoke("create_minted.json"))
+    assert minted["ibi"]["rep"].startswith("example.org/ibi/") and minted["state"] == "Original"
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "status"),
+    [
+        ("create_original.json", {"body": "{not json"}, 400),
+        ("create_original.json", {"body": json.dumps({"ibi": "NOT/AN/IBI"})}, 400),
+        ("create_original.json", {"body": json.dumps({"colour": "red"})}, 400),
+        ("create_original.json", {"body": json.dumps({"language": "portuguese"})}, 400),
+        ("create_original.json", {"body": json.dumps({"url": "ftp://x"})}, 400),
+        ("create_original.json", {"body": json.dumps({"dc": {"colour": "red"}})}, 400),
+        ("get_item.json", {"queryStringParameters": {"ibi": "LK47B6W/362SFKJ"}}, 404),
+        ("get_item.json", {"queryStringParameters": {}}, 400),
+        (
+            "upload_files.json",
+            {
+                "body": json.dumps(
+                    {"files": [{"path": "../etc/passwd", "sha256": "0" * 64, "size": 1}]}
+                )
+            },
+            400,
+        ),
+        (
+            "url_request.json",
+            {"rawQueryString": "servicesubject=urlRequest&parsedibiurl.ibi=x"},
+            400,
+        ),
+        (
+            "url_request.json",
+            {
+                "rawQueryString": "servicesubject=urlRequest&clientinformation.ipaddress=1.2.3.4&parsedibiurl.ibi=nope"
+            },
+            400,
+        ),
+        ("unknown_subject.json", {}, 400),
+        ("acknowledgment_bad_key.json", {}, 400),
+    ],
+)
+def test_bad_input_gets_a_clear_4xx(
+    invoke: Invoke, name: str, changes: dict[str, Any], status: int
+) -> None:
+    answer = invoke(name, **changes)
+    assert answer["statusCode"] == status, answer["body"]
+    assert "Traceback" not in answer["body"]
+
+
+def test_unknown_ibi_answers_nothing(invoke: Invoke) -> None:
+    answer = invoke("url_request_unknown.json")
+    assert answer["statusCode"] == 200 and answer["body"] == ""
+
+
+def test_confirmation(invoke: Invoke) -> None:
+    assert invoke("inclusion_confirmation.json")["body"].strip() == "confirmation yes"
+
+
+def test_every_event_is_used() -> None:
+    text = Path(__file__).read_text()
+    assert {p.name for p in EVENTS.glob("*.json") if f'"{p.name}"' not in text} == set()
+
+
+def test_last_edition_metadata_of_an_item_with_its_own_record(
+    invoke: Invoke, runtime: ArchiveRuntime
+) -> None:
+    deposit(invoke, runtime)
+    answer = pairs(invoke("url_request_metadata.json"))
+    assert answer.word("url.lastedition.metadata(oai_dc)") == (
+        f"https://f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com/metadata/{ITEM}?format=oai_dc"
+    )
+    assert answer.word("contenttype.lastedition.metadata(oai_dc)") == "Metadata"
+    assert "url" not in answer  # filtered: only what the verb list asks for
+
+
+def test_list_items(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+    deposit(invoke, runtime)
+    listed = body(invoke("list_items.json"))
+    keys = {item["ibi"].get("ibip") for item in listed["items"]}
+    assert keys == {ITEM, SERVICE.ibip} and listed["next"] is None
