@@ -23,6 +23,7 @@ from functions.archive.store import DynamoItemStore, ensure_table
 from ibi.core.labels import IBI
 from ibi.core.pairlist import parse_pair_list
 from ibi.local.gateway import LocalContext
+from tests.fakes import FakeClock
 
 EVENTS = Path(__file__).parents[2] / "events" / "archive"
 SERVICE = Forms(ibip="8JMKD3MGP8W/3FSUP4L")
@@ -53,11 +54,12 @@ def runtime() -> Iterator[ArchiveRuntime]:
             return Forms(rep=ibi.rep, ibip=ibi.ibip)
 
         settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": "archive-items"})
+        clock = FakeClock(Decimal(1795473000))
         yield ArchiveRuntime(
-            service=ArchiveService(store, clock=lambda: Decimal(1795473000), mint=mint),
+            service=ArchiveService(store, clock=clock, mint=mint),
             store=store,
             settings=settings,
-            clock=lambda: Decimal(1795473000),
+            clock=clock,
             files=S3FileStore(s3, "archive-files", trust_stored_checksum=False),
         )
 
@@ -171,8 +173,7 @@ def test_commit_refuses_a_wrong_upload(invoke: Invoke, runtime: ArchiveRuntime) 
 
 def test_update_advances_the_timestamp_and_links(invoke: Invoke, runtime: ArchiveRuntime) -> None:
     deposit(invoke, runtime)
-    runtime.clock = lambda: Decimal(1795473100)  # type: ignore[method-assign]
-    runtime.service._clock = runtime.clock  # noqa: SLF001 - the test's clock moves on
+    runtime.clock.now += 100  # type: ignore[attr-defined]
     before = body(invoke("get_item.json"))["date"]
     after = body(invoke("update_item.json"))
     assert Decimal(after["date"]) > Decimal(before) and after["language"] == "en-GB"
