@@ -54,6 +54,13 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _ports(text: str) -> tuple[int, ...]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not two ports, e.g. 8810,8820")
+    return tuple(int(part) for part in parts)
+
+
 def _labels(args: argparse.Namespace, date: Decimal) -> dict[str, str]:
     ibi = IBI.build(
         date, host=args.host, rep_port=args.rep_port, ip=args.ip, ibip_port=args.ibip_port
@@ -277,7 +284,10 @@ def cmd_local(args: argparse.Namespace) -> int:
     from ibi.local.federation import LocalFederation
 
     federation = LocalFederation(
-        data_dir=Path(args.data_dir), minting_port=args.port, log_level=args.log_level
+        data_dir=Path(args.data_dir),
+        minting_port=args.port,
+        archive_ports=args.archive_ports,
+        log_level=args.log_level,
     ).start()
 
     def stop(signum: int, _: object) -> None:
@@ -386,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir", default=os.environ.get("IBI_DATA_DIR", ".ibi-data"), metavar="DIR"
     )
     local.add_argument("--port", type=_port, default=8800, help="minting API port (8800)")
+    local.add_argument(
+        "--archive-ports",
+        type=_ports,
+        default=(8810, 8820),
+        metavar="A,B",
+        help="ports of the two Archives (8810,8820)",
+    )
     local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     local.set_defaults(run=cmd_local)
     return parser

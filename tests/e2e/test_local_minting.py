@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
@@ -18,56 +13,9 @@ import pytest
 from ibi.client import MintingClient
 from ibi.core.labels import parse_label
 from ibi.local.stores import free_port
+from tests.e2e.support import LocalRun, cli
 
 pytestmark = pytest.mark.e2e
-
-IBI = [sys.executable, "-m", "ibi.cli"]
-
-
-class LocalRun:
-    def __init__(self, data_dir: Path, port: int) -> None:
-        self.data_dir = data_dir
-        self.port = port
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self.process: subprocess.Popen[str] | None = None
-
-    def start(self) -> LocalRun:
-        self.process = subprocess.Popen(
-            [*IBI, "local", "--data-dir", str(self.data_dir), "--port", str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        assert self.process.stdout is not None
-        banner = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
-                raise AssertionError("ibi local exited:\n" + "".join(banner))
-            banner.append(line)
-            if line.startswith("Try:"):
-                return self
-        raise AssertionError("ibi local did not start:\n" + "".join(banner))
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is None:
-            return
-        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its dynalite
-        self.process.wait(timeout=20)
-        self.process = None
-
-
-@pytest.fixture
-def local(tmp_path: Path) -> Iterator[LocalRun]:
-    run = LocalRun(tmp_path / "data", free_port()).start()
-    yield run
-    run.stop()
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*IBI, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_ibi_mint_prints_ibis_from_ibi_local(local: LocalRun) -> None:

@@ -1,0 +1,64 @@
+"""`ibi local` run as a user runs it, in a child process, on free ports; the `ibi` command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ibi.local.stores import free_port
+
+IBI = [sys.executable, "-m", "ibi.cli"]
+
+
+class LocalRun:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.archive_ports = (free_port(), free_port())
+        self.archives = [f"http://127.0.0.1:{p}" for p in self.archive_ports]
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> LocalRun:
+        self.process = subprocess.Popen(
+            [
+                *IBI,
+                "local",
+                "--data-dir",
+                str(self.data_dir),
+                "--port",
+                str(self.port),
+                "--archive-ports",
+                ",".join(map(str, self.archive_ports)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.process.stdout is not None
+        banner = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                raise AssertionError("ibi local exited:\n" + "".join(banner))
+            banner.append(line)
+            if line.startswith("Try:"):
+                return self
+        raise AssertionError("ibi local did not start:\n" + "".join(banner))
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is None:
+            return
+        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its dynalite
+        self.process.wait(timeout=20)
+        self.process = None
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*IBI, *args], capture_output=True, text=True, timeout=120, check=False)

@@ -1,0 +1,136 @@
+"""End to end: the two local Archives, `ibi deposit`, the protocol, a restart."""
+
+from __future__ import annotations
+
+import json
+import signal
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ibi.core.pairlist import PairList, parse_pair_list
+from tests.e2e.support import LocalRun, cli
+
+pytestmark = pytest.mark.e2e
+
+
+def get(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, dict(response.headers.items()), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers.items()), error.read()
+
+
+def protocol(archive: str, **pairs: str) -> PairList:
+    service = json.loads(get(f"{archive}/api/service")[2])["archiveserviceibi"]["ibip"]
+    query = "&".join(f"{k.replace('_', '.')}={v}" for k, v in pairs.items())
+    status, headers, body = get(f"{archive}/{service}?{query}")
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    return parse_pair_list(body.decode("ascii"))
+
+
+def test_deposit_resolve_acknowledge_restart(local: LocalRun, tmp_path: Path) -> None:
+    archive = local.archives[0]
+    report = tmp_path / "report.pdf"
+    report.write_bytes(b"%PDF-1.4 a report\n")
+    bib = tmp_path / "reference.bib"
+    bib.write_text("@book{x}\n")
+    metadata = tmp_path / "dc.json"
+    metadata.write_text(json.dumps({"title": "A report", "creator": ["Banon, G."]}))
+
+    done = cli(
+        "deposit", str(report), str(bib), "--metadata", str(metadata),
+        "--endpoint", archive, "--resolver", "http://resolver.example", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    item = json.loads(done.stdout)
+    ibip = item["ibi"]["ibip"]
+    assert item["persistent_url"] == f"http://resolver.example/{ibip}"
+    assert [f["path"] for f in item["files"]] == ["report.pdf", "reference.bib"]
+    assert item["default_file"] == "report.pdf"
+
+    answer = protocol(
+        archive,
+        servicesubject="urlRequest",
+        clientinformation_ipaddress="127.0.0.1",
+        parsedibiurl_ibi=ibip,
+    )
+    assert answer.word("url") == f"{archive}/col/{ibip}/report.pdf"
+    status, headers, body = get(answer.word("url") or "")
+    assert status == 200 and body == b"%PDF-1.4 a report\n"
+    assert headers["etag"] == f'"{item["files"][0]["sha256"]}"'
+    assert headers["content-type"] == "application/pdf"
+
+    with_path = protocol(
+        archive,
+        servicesubject="urlRequest",
+        clientinformation_ipaddress="127.0.0.1",
+        parsedibiurl_ibi=item["ibi"]["rep"],
+        parsedibiurl_filepath="reference.bib",
+    )
+    assert with_path.word("url") == f"{archive}/col/{ibip}/reference.bib"
+
+    notice = protocol(archive, servicesubject="acknowledgment", urlkey=answer.word("urlkey") or "")
+    assert notice.words("notice") == ("acknowledgment", "received")
+    shown = cli("archive", "item", ibip, "--endpoint", archive)
+    assert json.loads(shown.stdout)["accesses"] == 1
+
+    assert cli("archive", "verify", "--endpoint", archive).returncode == 0
+
+    # The other Archive does not hold it: an empty answer.
+    elsewhere = protocol(
+        local.archives[1],
+        servicesubject="urlRequest",
+        clientinformation_ipaddress="127.0.0.1",
+        parsedibiurl_ibi=ibip,
+    )
+    assert len(elsewhere) == 0
+
+    service_before = json.loads(get(f"{archive}/api/service")[2])["archiveserviceibi"]
+    local.stop(signal.SIGKILL)
+    local.start()
+    assert json.loads(get(f"{archive}/api/service")[2])["archiveserviceibi"] == service_before
+    status, _, body = get(f"{archive}/col/{ibip}/report.pdf")
+    assert status == 200 and body == b"%PDF-1.4 a report\n"
+    shown = json.loads(cli("archive", "item", ibip, "--endpoint", archive).stdout)
+    assert shown["accesses"] == 1 and shown["state"] == "Original"
+
+
+def test_copy_in_the_second_archive_and_tombstone(local: LocalRun, tmp_path: Path) -> None:
+    original, copies = local.archives
+    data = tmp_path / "data.csv"
+    data.write_text("a,b\n1,2\n")
+    made = json.loads(cli("deposit", str(data), "--endpoint", original, "--json").stdout)
+    ibip = made["ibi"]["ibip"]
+    copied = cli("deposit", str(data), "--copy-of", ibip, "--endpoint", copies, "--json")
+    assert copied.returncode == 0, copied.stderr
+    copy = json.loads(copied.stdout)
+    assert copy["state"] == "Copy" and copy["ibi"] == {"ibip": ibip}
+
+    twice = cli("deposit", str(data), "--copy-of", ibip, "--endpoint", copies)
+    assert twice.returncode == 1 and "one item per IBI" in twice.stderr
+
+    deleted = urllib.request.Request(f"{original}/api/item?ibi={ibip}", method="DELETE")
+    with urllib.request.urlopen(deleted, timeout=30) as response:
+        assert json.loads(response.read())["state"] == "Deleted"
+    tombstone = protocol(
+        original,
+        servicesubject="urlRequest",
+        clientinformation_ipaddress="127.0.0.1",
+        parsedibiurl_ibi=ibip,
+    )
+    assert tombstone.word("state") == "Deleted" and "url" not in tombstone
+    still = protocol(
+        copies,
+        servicesubject="urlRequest",
+        clientinformation_ipaddress="127.0.0.1",
+        parsedibiurl_ibi=ibip,
+    )
+    assert still.word("state") == "Copy" and still.word("url")
+
+
+def test_deposit_needs_something(local: LocalRun) -> None:
+    done = cli("deposit", "--endpoint", local.archives[0])
+    assert done.returncode == 2 and "FILE" in done.stderr
