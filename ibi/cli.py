@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ibi import __version__
-from ibi.core.dates import format_date, iso_date, parse_date
+from ibi.core.dates import format_date, parse_date
 from ibi.core.distributor import Granularity, TemporalDistributor
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import DEFAULT_IBIP_PORT, DEFAULT_REP_PORT, IBI, parse_label
@@ -110,18 +110,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         label = parse_label(args.label)
     except InvalidIBI as error:
         raise CommandError(f"invalid IBI {args.label!r}: {error}") from None
-    info: dict[str, Any] = {
-        "form": label.form,
-        "label": label.label,
-        "prefix": label.prefix,
-        "suffix": label.suffix,
-        "date": format_date(label.date),
-        "iso": iso_date(label.date),
-    }
-    if label.form == "rep":
-        info.update(host=label.host, port=label.port)
-    else:
-        info.update(ip=label.ip, port=label.port)
+    info = label.describe()
     if args.json:
         _print_json(info)
     else:

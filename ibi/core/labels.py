@@ -17,7 +17,14 @@ from decimal import Decimal
 from typing import Literal
 
 from ibi.core import base27
-from ibi.core.dates import MAX_DATE, fraction_digits, iso_date, utc_parts, whole_seconds
+from ibi.core.dates import (
+    MAX_DATE,
+    format_date,
+    fraction_digits,
+    iso_date,
+    utc_parts,
+    whole_seconds,
+)
 from ibi.core.errors import InvalidIBI, InvalidInput
 
 IBIP_EPOCH = 807235200  # 1995-08-01T00:00:00Z
@@ -164,6 +171,22 @@ class Label:
     @property
     def iso(self) -> str:
         return iso_date(self.date)
+
+    def describe(self) -> dict[str, str | int | None]:
+        """What ``ibi inspect --json`` prints: form, canonical label, parts, date, origin."""
+        info: dict[str, str | int | None] = {
+            "form": self.form,
+            "label": self.label,
+            "prefix": self.prefix,
+            "suffix": self.suffix,
+            "date": format_date(self.date),
+            "iso": self.iso,
+        }
+        if self.form == "rep":
+            info.update(host=self.host, port=self.port)
+        else:
+            info.update(ip=self.ip, port=self.port)
+        return info
 
 
 def parse_label(text: str) -> Label:
