@@ -266,6 +266,56 @@ def cmd_archive_verify(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
+def _key(args: argparse.Namespace) -> str:
+    """The registration key: from a file (``--key-file``) or an SSM SecureString."""
+    if args.key_file:
+        try:
+            return Path(args.key_file).read_text().strip()
+        except OSError as error:
+            raise CommandError(f"--key-file {args.key_file}: {error.strerror}") from None
+    if args.key_ssm:
+        import boto3
+
+        parameter = boto3.client("ssm").get_parameter(Name=args.key_ssm, WithDecryption=True)
+        return str(parameter["Parameter"]["Value"]).strip()
+    raise CommandError("give the registration key with --key-file FILE or --key-ssm NAME")
+
+
+def cmd_archive_switch(args: argparse.Namespace) -> int:
+    from ibi.client import switch_archive
+
+    answer = switch_archive(
+        _archive(args),
+        args.resolver,
+        _key(args),
+        on=args.archive_command == "on",
+        resolver_service_ibi=args.resolver_service_ibi,
+        admin_email=args.admin_email,
+    )
+    sys.stdout.write(answer.replace("\r\n", "\n") + "\n")
+    return EXIT_OK if ("included" in answer or "excluded" in answer) else EXIT_FAILED
+
+
+def cmd_resolver_register(args: argparse.Namespace) -> int:
+    from ibi.client import ApiError, ResolverClient
+
+    try:
+        client = ResolverClient(args.endpoint, sign=args.sign, region=args.region)
+    except ApiError as error:
+        raise CommandError(error.message) from None
+    answer = client.register(args.archive, _key(args))
+    _print_json(answer)
+    return EXIT_OK
+
+
+def cmd_resolver_archives(args: argparse.Namespace) -> int:
+    from ibi.client import ResolverClient
+
+    for archive in ResolverClient(args.endpoint, sign=args.sign, region=args.region).archives():
+        _print_json(archive)
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------------------- local
 
 
@@ -276,6 +326,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir),
         minting_port=args.port,
         archive_ports=args.archive_ports,
+        resolver_port=args.resolver_port,
         log_level=args.log_level,
     ).start()
 
@@ -380,6 +431,30 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--quiet", action="store_true", help="print problems only")
     verify.set_defaults(run=cmd_archive_verify)
 
+    for verb in ("on", "off"):
+        switch = archive_commands.add_parser(
+            verb, help=f"switch the Archive {verb} at a resolver (spec §4)"
+        )
+        api_options(switch)
+        switch.add_argument("--resolver", required=True, metavar="URL")
+        switch.add_argument("--key-file", metavar="FILE", help="the registration key")
+        switch.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
+        switch.add_argument("--admin-email", default="admin@localhost")
+        switch.add_argument("--resolver-service-ibi", default="J8LNKB5R7W/3FUQHC5")
+        switch.set_defaults(run=cmd_archive_switch)
+
+    resolver = commands.add_parser("resolver", help="a resolver's administration")
+    resolver_commands = resolver.add_subparsers(dest="resolver_command", required=True)
+    register = resolver_commands.add_parser("register", help="register an Archive and its key")
+    api_options(register)
+    register.add_argument("--archive", required=True, metavar="IBI", help="its service IBI")
+    register.add_argument("--key-file", metavar="FILE", help="the registration key")
+    register.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
+    register.set_defaults(run=cmd_resolver_register)
+    listing = resolver_commands.add_parser("archives", help="list registered Archives")
+    api_options(listing)
+    listing.set_defaults(run=cmd_resolver_archives)
+
     local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
     local.add_argument(
         "--data-dir", default=os.environ.get("IBI_DATA_DIR", ".ibi-data"), metavar="DIR"
@@ -392,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help="ports of the two Archives (8810,8820)",
     )
+    local.add_argument("--resolver-port", type=_port, default=8080, help="resolver port (8080)")
     local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     local.set_defaults(run=cmd_local)
     return parser

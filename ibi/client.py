@@ -254,3 +254,67 @@ class ArchiveClient(ApiClient):
             after = page.get("next")
             if not after:
                 return
+
+
+class ResolverClient(ApiClient):
+    """The resolver's administrative API and its Archive-switching service."""
+
+    def register(self, archive_service_ibi: str, registration_key: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self.call(
+            "POST",
+            "/admin/archives",
+            {"archiveserviceibi": archive_service_ibi, "registrationkey": registration_key},
+        )
+        return answer
+
+    def archives(self) -> list[dict[str, Any]]:
+        answer: list[dict[str, Any]] = self.call("GET", "/admin/archives")["archives"]
+        return answer
+
+
+def switch_archive(
+    archive: ArchiveClient,
+    resolver_url: str,
+    registration_key: str,
+    *,
+    on: bool,
+    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5",
+    admin_email: str = "admin@localhost",
+    archive_ip: str | None = None,
+    timeout: float = 30.0,
+) -> str:
+    """Send ``inclusionRequest``/``exclusionRequest`` (spec §4) for ``archive``; the answer text.
+
+    The eight pairs of seed 001 Table 5.2, the Archive's own details read from its API.
+    """
+    from ibi import __version__
+    from ibi.core.pairlist import encode_query
+
+    service = archive.service()
+    base = service["base_url"]
+    split = urlsplit(base)
+    label = service["archiveserviceibi"].get("ibip") or service["archiveserviceibi"]["rep"]
+    ip = archive_ip or split.hostname or ""
+    pairs = [
+        ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
+        ("archiveaddress", service["archiveaddress"]),
+        ("archiveserviceibi", label),
+        ("archiveip", ip),
+        ("archiveprotocol", split.scheme.upper()),
+        ("archiveplatformversion", f"ibi-{__version__}"),
+        ("archiveadmemailaddress", admin_email),
+        ("registrationkey", registration_key),
+    ]
+    url = f"{resolver_url.rstrip('/')}/{resolver_service_ibi}?{encode_query(pairs)}"
+    request = urllib.request.Request(url, headers={"User-Agent": f"ibi-cli/{__version__}"})  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            text: str = response.read().decode("ascii", "replace")
+            return text.strip()
+    except urllib.error.HTTPError as error:
+        text = error.read().decode("ascii", "replace").strip()
+        raise ApiError(error.code, text or str(error.reason)) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        raise ApiError(
+            0, f"cannot reach {resolver_url}: {getattr(error, 'reason', error)}"
+        ) from None

@@ -1,8 +1,9 @@
 """``ibi local``: the services on loopback, with their data in one directory.
 
-The minting service and two Archives (``archive-a``, ``archive-b``), each its own API on its
-own port, over dynalite (DynamoDB) and s3rver (S3) on loopback. Everything the services
-store lives under the data directory and survives restarts. The resolver joins as it lands.
+The minting service, two Archives (``archive-a``, ``archive-b``) and the resolver, each its
+own API on its own port, over dynalite (DynamoDB) and s3rver (S3) on loopback. The Archives
+are registered with the resolver (keys kept in ``<data>/keys/``) and switched on through the
+real protocol (spec §4) at every start. Everything survives restarts.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ class LocalFederation:
     workers: int = 4
     gateways: list[LocalGateway] = field(default_factory=list)
     archive_ports: tuple[int, ...] = (8810, 8820)
+    resolver_port: int = 8080
     _dynalite: Dynalite | None = None
     _s3: Any = None
+    switch_answers: dict[str, str] = field(default_factory=dict)
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LocalFederation:
@@ -86,12 +89,74 @@ class LocalFederation:
             self.gateways.append(minting)
             for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
                 self.gateways.append(self._archive(name, port, minting.url))
+            self.gateways.append(self._resolver())
+            for gateway in self.gateways:
+                gateway.start()
+            self._switch_archives_on()
         except BaseException:
             self.stop()
             raise
-        for gateway in self.gateways:
-            gateway.start()
         return self
+
+    @property
+    def resolver_url(self) -> str:
+        return f"http://127.0.0.1:{self.resolver_port}"
+
+    def _resolver(self) -> LocalGateway:
+        from functions.resolver.handler import (
+            create_app,
+            load_pepper,
+            make_handler,
+            runtime_from_settings,
+        )
+        from functions.resolver.registry import ensure_table
+        from functions.resolver.settings import ResolverSettings
+
+        assert self._dynalite is not None
+        dynalite = self._dynalite
+        ensure_table(dynalite.client(), "ibi-resolver-archives")
+        settings = ResolverSettings.from_environment(
+            {
+                "IBI_RESOLVER_TABLE": "ibi-resolver-archives",
+                "IBI_PEPPER_FILE": str(self.data_dir / "keys" / "resolver-pepper"),
+                "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # local mode: loopback Archives
+                "IBI_RESOLVER_NAME": "ibi local resolver",
+            }
+        )
+        pepper = load_pepper(settings)
+
+        def handler() -> Any:
+            runtime = runtime_from_settings(settings, dynalite.client(), pepper)
+            return make_handler(create_app(lambda: runtime))
+
+        return LocalGateway("resolver", handler, self.resolver_port, workers=self.workers)
+
+    def registration_key(self, archive: str) -> str:
+        """The Archive's registration key, made on the first start (a file, 0600)."""
+        import secrets
+
+        path = self.data_dir / "keys" / f"{archive}.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            key = f"{secrets.randbelow(10**12):012d}-{secrets.randbelow(10**12):012d}"
+            path.write_text(key + "\n")
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+    def _switch_archives_on(self) -> None:
+        """Register each Archive (administrator) and switch it on (the Archive), §4."""
+        from ibi.client import ArchiveClient, ResolverClient, switch_archive
+
+        resolver = ResolverClient(self.resolver_url, sign=False, retries=10)
+        for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
+            archive = ArchiveClient(f"http://127.0.0.1:{port}", sign=False, retries=10)
+            key = self.registration_key(name)
+            service = archive.service()["archiveserviceibi"]
+            resolver.register(service.get("ibip") or service["rep"], key)
+            answer = switch_archive(archive, self.resolver_url, key, on=True)
+            if "status.archive included" not in answer:
+                raise RuntimeError(f"{name} was not included by the resolver: {answer}")
+            self.switch_answers[name] = answer
 
     def healthy(self) -> bool:
         return all(gateway.alive() for gateway in self.gateways)
@@ -166,6 +231,11 @@ class LocalFederation:
             lines.append(f"  {gateway.name:<10} {gateway.url}")
         if self.gateways:
             mint = self.gateways[0].url
+            lines += ["", "Archives switched on at the resolver:"]
+            lines += [
+                f"  {name}: {' '.join(answer.split())}"
+                for name, answer in self.switch_answers.items()
+            ]
             lines += [
                 "",
                 "Try:",

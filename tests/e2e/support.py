@@ -21,6 +21,8 @@ class LocalRun:
         self.endpoint = f"http://127.0.0.1:{port}"
         self.archive_ports = (free_port(), free_port())
         self.archives = [f"http://127.0.0.1:{p}" for p in self.archive_ports]
+        self.resolver_port = free_port()
+        self.resolver = f"http://127.0.0.1:{self.resolver_port}"
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> LocalRun:
@@ -34,6 +36,8 @@ class LocalRun:
                 str(self.port),
                 "--archive-ports",
                 ",".join(map(str, self.archive_ports)),
+                "--resolver-port",
+                str(self.resolver_port),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -38,7 +38,9 @@ def test_idempotency_key_from_the_cli(local: LocalRun) -> None:
     assert first.stdout == again.stdout
     listed = cli("mints", "--endpoint", local.endpoint, "--json")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert [r["idempotency_key"] for r in rows] == ["run-7-dist.tar.gz"]
+    keyed = [r for r in rows if r["idempotency_key"] == "run-7-dist.tar.gz"]
+    assert len(keyed) == 1  # minted once, whatever the retries
+    assert f"{keyed[0]['rep']} {keyed[0]['ibip']}\n" == first.stdout
 
 
 def test_bad_requests_get_clear_4xx(local: LocalRun) -> None:
@@ -79,8 +81,9 @@ def test_concurrent_cli_mints_then_restart(local: LocalRun) -> None:
 
     listed = cli("mints", "--endpoint", local.endpoint, "--json")
     assert listed.returncode == 0, listed.stderr
+    # The record holds every IBI handed out (also the Archives' own service IBIs).
     recorded = [json.loads(line)["ibip"] for line in listed.stdout.splitlines()]
-    assert sorted(recorded) == sorted(everything)
+    assert set(everything) <= set(recorded) and len(recorded) == len(set(recorded))
     dates = [parse_label(ibi).date for ibi in recorded]
     assert dates == sorted(dates)  # the record lists in date order
 

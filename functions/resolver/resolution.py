@@ -1,0 +1,279 @@
+"""Resolution (spec §5.2-§5.3, §7.7-§7.9): from a persistent URL to the item's URL.
+
+Pure logic: the Archives are asked through ``ask_all`` (the fan-out, done elsewhere), so this
+module decides only what to ask, what the answers mean, and what to answer.
+
+Decisions where seed 001 is silent (besides spec §7):
+
+* "The first non-empty answer" is read as: among the answers, those holding the wanted
+  ``url…`` pair come first, an ``Original`` before a ``Copy``, then the order the Archives
+  answered in; an answer without the URL is chased only when no answer has it.
+* ``Deleted`` (410) is answered only when no Archive offers the item otherwise.
+* 504 only when no Archive answered at all; an IBI unknown to every Archive that answered
+  is 404 even if some Archives did not answer in time.
+* With ``Original`` required, answers are compared on ``state<relation>``: exactly one
+  ``Original`` holding the URL is selected; two or more is 409 naming the suspects; none
+  is 404 ("no Archive holds the original").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
+from ibi.core.pairlist import PairList, parse_forms
+from ibi.core.persistent_url import PersistentURL
+from ibi.core.relations import Relation, Verb, next_hop
+
+MAX_HOPS = 8  # §7.9
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveAnswer:
+    """What one Archive said to one urlRequest (``pairs`` is None if it did not answer)."""
+
+    archive: str  # the Archive's service IBI (its key in the registry)
+    address: str
+    pairs: PairList | None
+    problem: str | None = None  # why there is no answer: timeout, refused, malformed …
+
+
+AskAll = Callable[[str, Sequence[tuple[str, str]]], list[ArchiveAnswer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    url: str
+    answer: ArchiveAnswer
+    relation: Relation
+    ibi: str  # the IBI whose answer gave the URL
+    hops: int
+    status: int = 302
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    status: int  # 404, 409, 410, 504
+    title: str
+    message: str
+    suspects: tuple[str, ...] = ()
+
+
+@dataclass
+class Trace:
+    """What was asked, for logs and tests."""
+
+    rounds: list[tuple[str, str]] = field(default_factory=list)  # (ibi, verb list)
+
+
+def _url_pair(answer: PairList, relation: Relation) -> str | None:
+    value = answer.get(relation.pair_name("url"))
+    return value if isinstance(value, str) and value else None
+
+
+def _state(answer: PairList, relation: Relation) -> str | None:
+    value = answer.get(relation.pair_name("state"))
+    return value if isinstance(value, str) else None
+
+
+def _ibi_of(answer: PairList, pair_name: str) -> str | None:
+    """A label from an ``ibi…`` pair's forms (ibip preferred)."""
+    value = answer.get(pair_name)
+    if not value or isinstance(value, str):
+        return None
+    try:
+        forms = parse_forms(value)
+    except InvalidInput:
+        return None
+    return forms.get("ibip") or forms.get("rep")
+
+
+def languages_offered(answers: Sequence[PairList]) -> list[str]:
+    """Every language named by a ``url.translation(…)`` or ``ibi.translation(…)`` pair."""
+    found: list[str] = []
+    for pairs in answers:
+        for name in pairs.names():
+            for prefix in ("url.translation(", "ibi.translation("):
+                if name.startswith(prefix) and name.endswith(")"):
+                    tag = name[len(prefix) : -1]
+                    if tag and tag not in found:
+                        found.append(tag)
+    return found
+
+
+def parse_accept_language(header: str | None) -> list[str]:
+    """Language ranges by preference (q-values), ``*`` and q=0 left out (RFC 9110)."""
+    ranges: list[tuple[float, int, str]] = []
+    for position, part in enumerate((header or "").split(",")):
+        pieces = part.strip().split(";")
+        tag = pieces[0].strip()
+        quality = 1.0
+        for parameter in pieces[1:]:
+            key, _, value = parameter.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if tag and tag != "*" and quality > 0 and len(tag) <= 35:
+            ranges.append((-quality, position, tag))
+    return [tag for _, _, tag in sorted(ranges)]
+
+
+def lookup(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
+    """RFC 4647 §3.4 lookup: for each range, best first, truncate until a tag matches."""
+    lowered = {tag.lower(): tag for tag in offered}
+    for wanted in ranges:
+        subtags = wanted.lower().split("-")
+        while subtags:
+            candidate = "-".join(subtags)
+            if candidate in lowered:
+                return lowered[candidate]
+            subtags.pop()
+    return None
+
+
+class Resolver:
+    """One resolution: rounds of urlRequest to every Archive, analysis, chasing (§5.3)."""
+
+    def __init__(self, ask_all: AskAll, *, accept_language: str | None = None) -> None:
+        self._ask_all = ask_all
+        self._accept_language = accept_language
+        self.trace = Trace()
+
+    def resolve(self, url: PersistentURL, client_ips: str) -> Found | Alert:
+        relation = url.relation
+        base_pairs: list[tuple[str, str]] = [("clientinformation.ipaddress", client_ips)]
+        if url.file_path:
+            # As in Example 7.11: the file's path inside the item, without the leading "/".
+            base_pairs.append(("parsedibiurl.filepath", url.file_path.lstrip("/")))
+        file_list = url.wants_file_list
+        required_original = url.required_item_status == "Original"
+        asked: set[str] = set()
+        current = url.ibi.label
+        anyone_answered = False
+        deleted_seen = False
+        known = False
+        for hop in range(MAX_HOPS + 1):
+            key = parse_label(current).label
+            if key in asked:
+                break
+            asked.add(key)
+            verbs = [*relation.steps, *([Verb.file_list()] if file_list else [])]
+            verb_list = " ".join(str(verb) for verb in verbs)
+            pairs = [*base_pairs, ("parsedibiurl.ibi", current)]
+            if verb_list:
+                pairs.append(("parsedibiurl.verblist", verb_list))
+            self.trace.rounds.append((current, verb_list))
+            answers = self._ask_all(current, pairs)
+            anyone_answered = anyone_answered or any(a.pairs is not None for a in answers)
+            held = [a for a in answers if a.pairs]
+            if not held:
+                break
+            relation = self._negotiate(relation, [a.pairs for a in held if a.pairs])
+            with_url = [a for a in held if a.pairs and _url_pair(a.pairs, relation)]
+            if required_original:
+                originals = [
+                    a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"
+                ]
+                if len(originals) > 1:
+                    return Alert(
+                        409,
+                        "Two or more Archives claim the original",
+                        f"{len(originals)} Archives answer that they hold the original of "
+                        f"{current}; at most one can. They are under suspicion and an "
+                        "investigation is needed.",
+                        tuple(f"{a.archive} at {a.address}" for a in originals),
+                    )
+                if originals:
+                    return self._found(originals[0], relation, current, hop)
+                with_url = []
+            else:
+                with_url.sort(
+                    key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1
+                )
+                if with_url:
+                    return self._found(with_url[0], relation, current, hop)
+            live = [a for a in held if a.pairs and a.pairs.word("state") != "Deleted"]
+            if not live:  # every Archive that knows it holds only its tombstone
+                deleted_seen = True
+                break
+            known = True
+            chase = next(
+                (
+                    (target, step)
+                    for a in (live or held)
+                    if a.pairs
+                    and (step := next_hop(relation, a.pairs)) is not None
+                    and (target := _ibi_of(a.pairs, step.pair_name)) is not None
+                    and parse_label(target).label not in asked
+                ),
+                None,
+            )
+            if chase is None:
+                if required_original and held:
+                    return Alert(
+                        404,
+                        "No Archive holds the original",
+                        f"{current} is known, but no Archive offers its original "
+                        "(ibiurl.requireditemstatus=Original).",
+                    )
+                break
+            current, hop_step = chase
+            relation = hop_step.relation
+        if deleted_seen:
+            return Alert(410, "Deleted", f"{url.ibi.label} was deleted from its Archive.")
+        if not anyone_answered:
+            return Alert(
+                504, "No Archive answered", "No Archive answered in time; try again shortly."
+            )
+        if known:
+            wanted = relation.modifier_text or "the item"
+            return Alert(
+                404,
+                "Not available",
+                f"{url.ibi.label} is known, but no Archive offers what was asked ({wanted}"
+                f"{' /' + url.file_path if url.file_path else ''}).",
+            )
+        return Alert(404, "Unknown IBI", f"No Archive knows {url.ibi.label}.")
+
+    def _negotiate(self, relation: Relation, answers: list[PairList]) -> Relation:
+        """A bare ``+`` becomes ``+(ll)`` by Accept-Language (§7.8), or the item itself."""
+        steps = list(relation.steps)
+        for index, step in enumerate(steps):
+            if step.name == "GetTranslation" and step.parameter is None:
+                offered = languages_offered(answers)
+                chosen = lookup(parse_accept_language(self._accept_language), offered)
+                if chosen is None:
+                    del steps[index]
+                else:
+                    steps[index] = Verb.translation(chosen)
+                return Relation(tuple(steps))
+        return relation
+
+    def _found(self, answer: ArchiveAnswer, relation: Relation, ibi: str, hop: int) -> Found:
+        assert answer.pairs is not None
+        url = _url_pair(answer.pairs, relation)
+        assert url is not None
+        return Found(url=url, answer=answer, relation=relation, ibi=ibi, hops=hop)
+
+
+def acknowledgment_pairs(
+    found: Found, persistent_url: str, client_ips: str
+) -> list[tuple[str, str]]:
+    """The ``acknowledgment`` message's pairs (Table 6.11) for the Archive that gave the URL."""
+    pairs = found.answer.pairs
+    assert pairs is not None
+    ibi_words = pairs.words(found.relation.pair_name("ibi")) or pairs.words("ibi")
+    return [
+        ("servicesubject", "acknowledgment"),
+        ("clientinformation.ipaddress", client_ips),
+        ("contenttype", pairs.word(found.relation.pair_name("contenttype")) or "Data"),
+        ("ibi", " ".join(ibi_words)),
+        ("state", pairs.word(found.relation.pair_name("state")) or ""),
+        ("url", found.url),
+        ("url.persistent", persistent_url),
+        ("urlkey", pairs.word("urlkey") or ""),
+    ]

@@ -1,0 +1,65 @@
+"""The resolver function's configuration: read once from the environment, validated."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
+
+DEFAULT_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"  # urlib.net's resolver service
+
+
+class ConfigurationError(RuntimeError):
+    """The deployment's configuration is wrong; the function cannot serve."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolverSettings:
+    table: str
+    service_ibi: str
+    pepper_secret_arn: str | None
+    pepper_file: str | None
+    allow_networks: tuple[str, ...]
+    archive_timeout: float = 3.0
+    deadline: float = 10.0
+    max_answer_bytes: int = 256 * 1024
+    name: str = "IBI resolver"
+    failure_limit: int = 5
+    failure_window: int = 900
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ResolverSettings:
+        env = os.environ if environ is None else environ
+        try:
+            service = parse_label(env.get("IBI_RESOLVER_SERVICE_IBI") or DEFAULT_SERVICE_IBI)
+            allow = tuple(
+                n.strip() for n in env.get("IBI_ALLOW_NETWORKS", "").split(",") if n.strip()
+            )
+            for network in allow:
+                ipaddress.ip_network(network)
+            timeout = float(env.get("IBI_ARCHIVE_TIMEOUT_SECONDS", "3"))
+            deadline = float(env.get("IBI_RESOLUTION_DEADLINE_SECONDS", "10"))
+            if not 0.1 <= timeout <= deadline <= 25:
+                raise ValueError(
+                    "need 0.1 <= IBI_ARCHIVE_TIMEOUT_SECONDS"
+                    " <= IBI_RESOLUTION_DEADLINE_SECONDS <= 25"
+                )
+            if not (env.get("IBI_PEPPER_SECRET_ARN") or env.get("IBI_PEPPER_FILE")):
+                raise ValueError("set IBI_PEPPER_SECRET_ARN (AWS) or IBI_PEPPER_FILE (local)")
+            return cls(
+                table=env["IBI_RESOLVER_TABLE"],
+                service_ibi=service.label,
+                pepper_secret_arn=env.get("IBI_PEPPER_SECRET_ARN") or None,
+                pepper_file=env.get("IBI_PEPPER_FILE") or None,
+                allow_networks=allow,
+                archive_timeout=timeout,
+                deadline=deadline,
+                max_answer_bytes=int(env.get("IBI_MAX_ANSWER_BYTES", str(256 * 1024))),
+                name=env.get("IBI_RESOLVER_NAME", "IBI resolver"),
+            )
+        except (KeyError, ValueError, InvalidInput) as error:
+            raise ConfigurationError(f"invalid resolver configuration: {error}") from error

@@ -1,0 +1,284 @@
+"""The resolver's analysis over fake Archives: seed 001 §8.1, §8.2 and every row of spec §7.7."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from functions.resolver.resolution import (
+    Alert,
+    ArchiveAnswer,
+    Found,
+    Resolver,
+    acknowledgment_pairs,
+    lookup,
+    parse_accept_language,
+)
+from ibi.core.labels import parse_label
+from ibi.core.pairlist import PairList, parse_pair_list
+from ibi.core.persistent_url import parse_persistent_url
+
+A, B, C = "archive-a", "archive-b", "archive-c"
+
+
+class FakeArchives:
+    """Answers by (archive, IBI); records every urlRequest."""
+
+    def __init__(self, answers: dict[tuple[str, str], str], *, dead: Sequence[str] = ()) -> None:
+        self.answers = {(k[0], parse_label(k[1]).label): v for k, v in answers.items()}
+        self.dead = set(dead)
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.archives = sorted({a for a, _ in answers} | self.dead)
+
+    def __call__(self, ibi: str, pairs: Sequence[tuple[str, str]]) -> list[ArchiveAnswer]:
+        self.requests.append((ibi, dict(pairs)))
+        result = []
+        for archive in self.archives:
+            if archive in self.dead:
+                result.append(ArchiveAnswer(archive, f"{archive}.example", None, "timeout"))
+                continue
+            text = self.answers.get((archive, parse_label(ibi).label), "")
+            result.append(ArchiveAnswer(archive, f"{archive}.example", parse_pair_list(text)))
+        return result
+
+
+def resolve(archives: FakeArchives, target: str, language: str | None = None) -> Found | Alert:
+    return Resolver(archives, accept_language=language).resolve(
+        parse_persistent_url(target), "172.16.44.200 150.163.68.1"
+    )
+
+
+SERVICE = "ibi.archiveservice {rep sid.inpe.br/mtc-m18@80/2008/03.17.15.17}\nibi.platformsoftware {rep dpi.inpe.br/banon/1998/08.02.08.56}\n"
+EX_8_1 = (
+    "archiveaddress mtc-m16c.sid.inpe.br\ncontenttype Data\n"
+    "ibi {rep sid.inpe.br/mtc-m18@80/2009/07.21.14.43 ibip 8JMKD3MGP8W/35MMLL8}\n"
+    + SERVICE
+    + "state Original\ntimestamp 2009-07-21T14:43:31Z\n"
+    "url http://mtc-m16c.sid.inpe.br/col/sid.inpe.br/mtc-m18@80/2009/07.21.14.43/doc/CCSDS%20650.0-B-1.pdf\n"
+    "urlkey 1427244889-5349022633744855"
+)
+
+
+def test_seed_8_1_without_modifier() -> None:
+    archives = FakeArchives({(A, "8JMKD3MGP8W/35MMLL8"): EX_8_1, (B, "LK47B6W/362SFKH"): EX_8_1})
+    found = resolve(archives, "/8JMKD3MGP8W/35MMLL8")
+    assert isinstance(found, Found) and found.answer.archive == A
+    assert found.url.endswith("/doc/CCSDS%20650.0-B-1.pdf")
+    _, pairs = archives.requests[0]
+    assert pairs == {
+        "clientinformation.ipaddress": "172.16.44.200 150.163.68.1",
+        "parsedibiurl.ibi": "8JMKD3MGP8W/35MMLL8",
+    }  # no verb list, no file path, never the language or the required status
+    ack = dict(
+        acknowledgment_pairs(
+            found, "http://urlib.net:80/8JMKD3MGP8W/35MMLL8", "172.16.44.200 150.163.68.1"
+        )
+    )
+    assert ack == {
+        "servicesubject": "acknowledgment",
+        "clientinformation.ipaddress": "172.16.44.200 150.163.68.1",
+        "contenttype": "Data",
+        "ibi": "rep sid.inpe.br/mtc-m18@80/2009/07.21.14.43 ibip 8JMKD3MGP8W/35MMLL8",
+        "state": "Original",
+        "url": found.url,
+        "url.persistent": "http://urlib.net:80/8JMKD3MGP8W/35MMLL8",
+        "urlkey": "1427244889-5349022633744855",
+    }
+
+
+def test_seed_8_2_with_modifier_chases_the_next_edition() -> None:
+    first = (
+        "archiveaddress mtc-m16c.sid.inpe.br\n"
+        "ibi {rep sid.inpe.br/mtc-m18@80/2009/07.21.14.43 ibip 8JMKD3MGP8W/35MMLL8}\n"
+        + SERVICE
+        + "ibi.nextedition {rep sid.inpe.br/mtc-m18/2012/07.12.18.08}"
+    )
+    second = (
+        "archiveaddress mtc-m16c.sid.inpe.br\ncontenttype.lastedition.metadata(oai_dc) Metadata\n"
+        "ibi {rep sid.inpe.br/mtc-m18/2012/07.12.18.08 ibip 8JMKD3MGP8W/3C9EP6P}\n"
+        + SERVICE
+        + "ibi.lastedition.metadata(oai_dc) {rep sid.inpe.br/mtc-m18/2012/07.12.18.08.49}\n"
+        "state.lastedition.metadata(oai_dc) Original\ntimestamp.lastedition.metadata(oai_dc) 2014-04-04T17:36:01Z\n"
+        "url.lastedition.metadata(oai_dc) http://mtc-m16c.sid.inpe.br/col/sid.inpe.br/mtc-m18/2012/07.12.18.08.49/doc/metadata.cgi?choice=oai_dc\n"
+        "urlkey 1426286454-36108967764060357"
+    )
+    archives = FakeArchives(
+        {(A, "8JMKD3MGP8W/35MMLL8"): first, (A, "sid.inpe.br/mtc-m18/2012/07.12.18.08"): second}
+    )
+    found = resolve(archives, "/8JMKD3MGP8W/35MMLL8!:(oai_dc)")
+    assert isinstance(found, Found)
+    assert found.url.endswith("metadata.cgi?choice=oai_dc") and found.hops == 1
+    assert [(ibi, p["parsedibiurl.verblist"]) for ibi, p in archives.requests] == [
+        ("8JMKD3MGP8W/35MMLL8", "GetLastEdition GetMetadata(oai_dc)"),
+        ("sid.inpe.br/mtc-m18/2012/07.12.18.08", "GetLastEdition GetMetadata(oai_dc)"),
+    ]
+    ack = dict(
+        acknowledgment_pairs(found, "http://urlib.net:80/8JMKD3MGP8W/35MMLL8!:(oai_dc)", "1.2.3.4")
+    )
+    assert ack["contenttype"] == "Metadata"
+    assert ack["ibi"] == "rep sid.inpe.br/mtc-m18/2012/07.12.18.08.49"
+    assert ack["urlkey"] == "1426286454-36108967764060357"
+
+
+def answer(state: str, url: str | None = "http://x.example/doc.pdf", relation: str = "") -> str:
+    lines = ["ibi {ibip LK47B6W/362SFKH}", f"state{relation} {state}"]
+    if url:
+        lines += [
+            f"url{relation} {url}",
+            f"contenttype{relation} Data",
+            "urlkey 1234567890-1234567890",
+        ]
+    return "\n".join(lines)
+
+
+def test_two_originals_with_original_required_is_409_naming_the_suspects() -> None:
+    archives = FakeArchives(
+        {
+            (A, "LK47B6W/362SFKH"): answer("Original", "http://a/x"),
+            (B, "LK47B6W/362SFKH"): answer("Original", "http://b/x"),
+            (C, "LK47B6W/362SFKH"): answer("Copy", "http://c/x"),
+        }
+    )
+    alert = resolve(archives, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
+    assert isinstance(alert, Alert) and alert.status == 409
+    assert {s.split()[0] for s in alert.suspects} == {A, B}
+    assert all("requireditemstatus" not in p for _, p in archives.requests)  # never forwarded
+
+
+def test_original_required_picks_the_one_original() -> None:
+    archives = FakeArchives(
+        {
+            (A, "LK47B6W/362SFKH"): answer("Copy", "http://a/x"),
+            (B, "LK47B6W/362SFKH"): answer("Original", "http://b/x"),
+        }
+    )
+    found = resolve(archives, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
+    assert isinstance(found, Found) and found.url == "http://b/x"
+    only_copies = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Copy", "http://a/x")})
+    alert = resolve(only_copies, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
+    assert isinstance(alert, Alert) and alert.status == 404 and "original" in alert.message
+
+
+def test_without_requirement_an_original_is_preferred_over_a_copy() -> None:
+    archives = FakeArchives(
+        {
+            (A, "LK47B6W/362SFKH"): answer("Copy", "http://a/x"),
+            (B, "LK47B6W/362SFKH"): answer("Original", "http://b/x"),
+        }
+    )
+    found = resolve(archives, "/LK47B6W/362SFKH")
+    assert isinstance(found, Found) and found.url == "http://b/x"
+
+
+def test_deleted_is_410_unless_a_copy_lives_elsewhere() -> None:
+    tombstone = "ibi {ibip LK47B6W/362SFKH}\nstate Deleted\ntimestamp 2020-01-01T00:00:00Z"
+    alert = resolve(FakeArchives({(A, "LK47B6W/362SFKH"): tombstone}), "/LK47B6W/362SFKH")
+    assert isinstance(alert, Alert) and alert.status == 410
+    found = resolve(
+        FakeArchives(
+            {
+                (A, "LK47B6W/362SFKH"): tombstone,
+                (B, "LK47B6W/362SFKH"): answer("Copy", "http://b/x"),
+            }
+        ),
+        "/LK47B6W/362SFKH",
+    )
+    assert isinstance(found, Found) and found.url == "http://b/x"
+
+
+def test_unknown_is_404_and_silence_is_504() -> None:
+    alert = resolve(
+        FakeArchives({(A, "8JMKD3MGP8W/35MME4E"): answer("Original")}), "/LK47B6W/362SFKH"
+    )
+    assert isinstance(alert, Alert) and alert.status == 404
+    silent = FakeArchives({}, dead=[A, B])
+    alert = resolve(silent, "/LK47B6W/362SFKH")
+    assert isinstance(alert, Alert) and alert.status == 504
+    partly = FakeArchives({(A, "8JMKD3MGP8W/35MME4E"): answer("Original")}, dead=[B])
+    alert = resolve(partly, "/LK47B6W/362SFKH")
+    assert isinstance(alert, Alert) and alert.status == 404
+
+
+def test_a_dead_archive_does_not_stop_the_others() -> None:
+    archives = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Original", "http://a/x")}, dead=[B, C])
+    found = resolve(archives, "/LK47B6W/362SFKH")
+    assert isinstance(found, Found) and found.url == "http://a/x"
+
+
+TRANSLATIONS = (
+    "ibi {ibip LK47B6W/362SFKH}\nstate Original\n"
+    "url.translation(en) http://a/en.pdf\nstate.translation(en) Original\nibi.translation(en) {ibip LK47B6W/362SFKH}\n"
+    "ibi.translation(pt) {ibip LK47B6W/362SFKJ}\n"
+    "urlkey 1234567890-1234567890"
+)
+PORTUGUESE = (
+    "ibi {ibip LK47B6W/362SFKJ}\nstate Original\nurl http://b/pt.pdf\nurlkey 1234567890-1234567891"
+)
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("pt-BR,fr;q=0.8,en;q=0.5", "http://b/pt.pdf"),  # pt-BR -> pt, held by another Archive
+        ("en-US,en;q=0.9", "http://a/en.pdf"),
+        ("fr", "http://a/item.pdf"),  # no match: the item itself
+        (None, "http://a/item.pdf"),
+    ],
+)
+def test_bare_plus_negotiates_the_language(accept: str | None, expected: str) -> None:
+    archives = FakeArchives(
+        {
+            (A, "LK47B6W/362SFKH"): TRANSLATIONS + "\nurl http://a/item.pdf",
+            (B, "LK47B6W/362SFKJ"): PORTUGUESE,
+        }
+    )
+    found = resolve(archives, "/LK47B6W/362SFKH+", accept)
+    assert isinstance(found, Found) and found.url == expected
+    assert all("clientinformation.languagepreference" not in p for _, p in archives.requests)
+
+
+def test_translation_by_parameter_chases_its_ibi() -> None:
+    archives = FakeArchives(
+        {(A, "LK47B6W/362SFKH"): TRANSLATIONS, (B, "LK47B6W/362SFKJ"): PORTUGUESE}
+    )
+    found = resolve(archives, "/LK47B6W/362SFKH+(pt)")
+    assert isinstance(found, Found) and found.url == "http://b/pt.pdf" and found.hops == 1
+    assert archives.requests[1][1].get("parsedibiurl.verblist") is None  # the rest: the item itself
+
+
+def test_chasing_is_bounded_and_never_asks_twice() -> None:
+    loop = {
+        (
+            A,
+            "LK47B6W/362SFKH",
+        ): "ibi {ibip LK47B6W/362SFKH}\nstate Original\nibi.nextedition {ibip LK47B6W/362SFKJ}",
+        (
+            A,
+            "LK47B6W/362SFKJ",
+        ): "ibi {ibip LK47B6W/362SFKJ}\nstate Original\nibi.nextedition {ibip LK47B6W/362SFKH}",
+    }
+    archives = FakeArchives(loop)
+    alert = resolve(archives, "/LK47B6W/362SFKH!")
+    assert isinstance(alert, Alert) and alert.status == 404
+    assert len(archives.requests) == 2
+
+
+def test_file_path_and_file_list_are_forwarded() -> None:
+    archives = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Original", "http://a/reference.bib")})
+    resolve(archives, "/LK47B6W/362SFKH/reference.bib")
+    assert archives.requests[0][1]["parsedibiurl.filepath"] == "reference.bib"
+    resolve(archives, "/LK47B6W/362SFKH?ibiurl.verblist=GetFileList")
+    assert archives.requests[1][1]["parsedibiurl.verblist"] == "GetFileList"
+
+
+def test_accept_language_lookup() -> None:
+    assert parse_accept_language("pt-BR,fr;q=0.8,en;q=0.5,pt;q=0.3") == ["pt-BR", "fr", "en", "pt"]
+    assert parse_accept_language("*, en;q=0, de;q=x") == []
+    assert lookup(["pt-BR"], ["en", "pt"]) == "pt"
+    assert lookup(["zh-Hant-TW", "en"], ["zh", "en"]) == "zh"
+    assert lookup(["fr"], ["en"]) is None
+
+
+def test_answers_are_pair_lists_of_the_spec() -> None:
+    assert isinstance(parse_pair_list(EX_8_1), PairList)
