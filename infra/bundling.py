@@ -147,17 +147,30 @@ def _asset_exclude(sources: Sequence[str]) -> list[str]:
     return [*dict.fromkeys(patterns), "__pycache__", "*.pyc"]
 
 
-def function_code(function: str, *, source_root: Path = REPO_ROOT) -> lambda_.Code:
-    """The asset of ``functions/<function>/``, bundled locally (Docker is never used)."""
+def requirements_path(function: str) -> str:
+    """Where a function's pinned wheels are listed, relative to the repository."""
+    return f"functions/{function}/requirements.txt"
+
+
+def function_code(
+    function: str, *, requirements_of: str | None = None, source_root: Path = REPO_ROOT
+) -> lambda_.Code:
+    """The asset of ``functions/<function>/``, bundled locally (Docker is never used).
+
+    ``requirements_of`` names another function whose ``requirements.txt`` this one installs,
+    for a function with the same dependency closure and no file of its own; the file is part
+    of the asset's hash either way.
+    """
     sources = function_sources(function)
+    requirements = requirements_path(requirements_of or function)
     bundler = LocalPythonBundling(
         sources=sources,
-        requirements=source_root / "functions" / function / "requirements.txt",
+        requirements=source_root / requirements,
         source_root=source_root,
     )
     return lambda_.Code.from_asset(
         str(source_root),
-        exclude=_asset_exclude(sources),
+        exclude=_asset_exclude([*sources, requirements]),
         bundling=BundlingOptions(
             # Required by the API but never pulled: local bundling always succeeds or raises.
             image=DockerImage.from_registry("local-bundling-only"),

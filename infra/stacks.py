@@ -1,7 +1,10 @@
 """The stacks, and the one place that wires them into an app with its checks.
 
-One stack per service, each made of that service's construct: minting now; the Archive and
-the resolver add a stack here and a line in ``build_app``.
+One stack per deployment, made of the services' constructs: ``IbiMinting`` is a minting
+service alone; ``IbiArchive`` is an Archive with a minting service of its own. Each stack keeps
+its own minting state, so deploy one or the other for a given set of subsystems, never both:
+two minting services for one subsystem would issue the same labels. The resolver adds a stack
+here and a line in ``build_app``.
 """
 
 from __future__ import annotations
@@ -12,10 +15,28 @@ from aws_cdk import App, CfnOutput, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from infra.config import MintingConfig, minting_config
+from infra.archive import Archive, grant_mint
+from infra.config import ArchiveConfig, MintingConfig, archive_config, minting_config
 from infra.minting import MintingService
 
 MINTING_STACK_ID = "IbiMinting"
+ARCHIVE_STACK_ID = "IbiArchive"
+
+
+def _minting_service(scope: Construct, config: MintingConfig) -> MintingService:
+    return MintingService(
+        scope,
+        "Minting",
+        subsystems=config.subsystems,
+        default_subsystem=config.default_subsystem,
+        max_wait_seconds=config.max_wait_seconds,
+        log_retention=config.log_retention,
+    )
+
+
+def _outputs(stack: Stack, outputs: dict[str, tuple[str, str]]) -> None:
+    for output_id, (value, description) in outputs.items():
+        CfnOutput(stack, output_id, value=value, description=description)
 
 
 class MintingStack(Stack):
@@ -25,27 +46,82 @@ class MintingStack(Stack):
         self, scope: Construct, construct_id: str, *, config: MintingConfig, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.minting = MintingService(
+        self.minting = _minting_service(self, config)
+        _outputs(
             self,
-            "Minting",
-            subsystems=config.subsystems,
-            default_subsystem=config.default_subsystem,
-            max_wait_seconds=config.max_wait_seconds,
+            {
+                "ApiUrl": (self.minting.url, "Base URL of the minting API (IAM/SigV4 auth)"),
+                "MintUrl": (self.minting.mint_url, "POST here to mint an IBI"),
+                "StateTableName": (self.minting.state_table.table_name, "Subsystem state"),
+                "RecordTableName": (self.minting.record_table.table_name, "The mint record"),
+                "IdempotencyTableName": (
+                    self.minting.idempotency_table.table_name,
+                    "Idempotency records of POST /mint",
+                ),
+                "FunctionName": (self.minting.function.function_name, "The minting Lambda"),
+            },
+        )
+
+
+class ArchiveStack(Stack):
+    """An Archive and the minting service it mints its items' IBIs through."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: ArchiveConfig,
+        minting: MintingConfig,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        config.check_minting(minting)
+        self.minting = _minting_service(self, minting)
+        self.archive = Archive(
+            self,
+            "Archive",
+            mint_endpoint=self.minting.url,
+            mint_subsystem=config.mint_subsystem,
+            base_url=config.base_url,
+            platform_software=config.platform_software,
+            urlkey_ttl_seconds=config.urlkey_ttl_seconds,
             log_retention=config.log_retention,
         )
-        outputs = {
-            "ApiUrl": (self.minting.url, "Base URL of the minting API (IAM/SigV4 auth)"),
-            "MintUrl": (self.minting.mint_url, "POST here to mint an IBI"),
-            "StateTableName": (self.minting.state_table.table_name, "Subsystem state"),
-            "RecordTableName": (self.minting.record_table.table_name, "The mint record"),
-            "IdempotencyTableName": (
-                self.minting.idempotency_table.table_name,
-                "Idempotency records of POST /mint",
-            ),
-            "FunctionName": (self.minting.function.function_name, "The minting Lambda"),
-        }
-        for output_id, (value, description) in outputs.items():
-            CfnOutput(self, output_id, value=value, description=description)
+        grant_mint(self.minting, self.archive.role)
+        _outputs(
+            self,
+            {
+                "ArchiveUrl": (
+                    self.archive.url,
+                    "Base URL of the Archive: its service protocol and pages (public), and "
+                    "the endpoint of `ibi deposit` (IBI_ARCHIVE_ENDPOINT)",
+                ),
+                "DepositApiUrl": (
+                    self.archive.deposit_url,
+                    "The deposit API under the Archive's URL (IAM/SigV4 auth)",
+                ),
+                "ItemsTableName": (self.archive.items_table.table_name, "The Archive's items"),
+                "FilesBucketName": (
+                    self.archive.files_bucket.bucket_name,
+                    "The files of the items (under items/)",
+                ),
+                "FilesAccessLogsBucketName": (
+                    self.archive.access_logs_bucket.bucket_name,
+                    "Server access log of the files bucket",
+                ),
+                "ArchiveFunctionName": (self.archive.function.function_name, "The Archive Lambda"),
+                "MintingApiUrl": (
+                    self.minting.url,
+                    "Base URL of the Archive's minting API (IAM/SigV4 auth)",
+                ),
+                "MintUrl": (self.minting.mint_url, "POST here to mint an IBI"),
+                "MintingFunctionName": (
+                    self.minting.function.function_name,
+                    "The minting Lambda",
+                ),
+            },
+        )
 
 
 def build_app(app: App) -> App:
@@ -55,6 +131,16 @@ def build_app(app: App) -> App:
         MINTING_STACK_ID,
         config=minting_config(app),
         description="IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
+    )
+    ArchiveStack(
+        app,
+        ARCHIVE_STACK_ID,
+        config=archive_config(app),
+        minting=minting_config(app),
+        description=(
+            "IBI Archive with its own minting service (never deploy it beside IbiMinting for "
+            "the same subsystems): HTTP APIs, Lambdas, DynamoDB, S3"
+        ),
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.config import cdk_json_context
-from infra.stacks import MINTING_STACK_ID, MintingStack, build_app
+from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, ArchiveStack, MintingStack, build_app
 from tests.infra.support import SKIP_BUNDLING, Synthesized
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
     """The app as ``cdk synth`` builds it (cdk.json context, cdk-nag on), bundling skipped.
 
     ``app.synth()`` raises if cdk-nag reports a finding that is not acknowledged.
@@ -20,6 +22,22 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = build_app(App(outdir=str(outdir), context={**cdk_json_context(), **SKIP_BUNDLING}))
     app.synth()
+    return app, outdir
+
+
+@pytest.fixture(scope="session")
+def synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[MintingStack]:
+    """The minting stack of the app."""
+    app, outdir = synthesized_app
     stack = app.node.find_child(MINTING_STACK_ID)
     assert isinstance(stack, MintingStack)
+    return Synthesized(app, stack, Template.from_stack(stack), outdir)
+
+
+@pytest.fixture(scope="session")
+def archive_synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[ArchiveStack]:
+    """The Archive stack of the app (an Archive and its own minting service)."""
+    app, outdir = synthesized_app
+    stack = app.node.find_child(ARCHIVE_STACK_ID)
+    assert isinstance(stack, ArchiveStack)
     return Synthesized(app, stack, Template.from_stack(stack), outdir)

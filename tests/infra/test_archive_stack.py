@@ -1,0 +1,389 @@
+"""The Archive stack's template: table, buckets, function, permissions, routes, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from functions.archive.handler import create_app
+from functions.archive.settings import ArchiveSettings
+from infra.stacks import ArchiveStack
+from tests.infra.support import Synthesized, actions, arn_of, granted
+
+pytestmark = pytest.mark.infra
+
+Archive = Synthesized[ArchiveStack]
+
+ITEMS_TABLE_ACTIONS = {
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:Scan",
+}
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+DEPOSIT_ROUTE_KEYS = {
+    "GET /api/service",
+    "POST /api/items",
+    "POST /api/copies",
+    "GET /api/item",
+    "PATCH /api/item",
+    "DELETE /api/item",
+    "POST /api/item/links",
+    "GET /api/items",
+    "POST /api/item/uploads",
+    "POST /api/item/files",
+    "POST /api/verify",
+}
+PUBLIC_ROUTE_KEY = "GET /{proxy+}"
+GUARD_ROUTE_KEY = "GET /api/{proxy+}"
+EVENTS = Path(__file__).resolve().parents[2] / "events" / "archive"
+
+
+def _route_authorization(archive: Archive) -> dict[str, str]:
+    routes = archive.resources("AWS::ApiGatewayV2::Route").values()
+    archive_api = archive.logical_id(archive.stack.archive.api)
+    return {
+        route["Properties"]["RouteKey"]: route["Properties"]["AuthorizationType"]
+        for route in routes
+        if route["Properties"]["ApiId"] == {"Ref": archive_api}
+    }
+
+
+def _select_route(route_keys: set[str], method: str, path: str) -> str | None:
+    """The route an HTTP API picks: an exact match, else the longest greedy prefix."""
+    if f"{method} {path}" in route_keys:
+        return f"{method} {path}"
+    greedy = [
+        key
+        for key in route_keys
+        if key.startswith(f"{method} ")
+        and key.endswith("/{proxy+}")
+        and path.startswith(key.split(" ", 1)[1].removesuffix("{proxy+}"))
+        and len(path) > len(key.split(" ", 1)[1].removesuffix("{proxy+}"))
+    ]
+    return max(greedy, key=len, default=None)
+
+
+# -- the items table and the files bucket -------------------------------------------------------
+
+
+def test_items_table(archive_synthesized: Archive) -> None:
+    table_id = archive_synthesized.logical_id(archive_synthesized.stack.archive.items_table)
+    table = archive_synthesized.resources("AWS::DynamoDB::Table")[table_id]
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+    assert table["Properties"] == {
+        "KeySchema": [{"AttributeName": "label", "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": "label", "AttributeType": "S"}],
+        "BillingMode": "PAY_PER_REQUEST",
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        "SSESpecification": {"SSEEnabled": True},
+        "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+    }
+
+
+def test_files_bucket_is_private_encrypted_versioned_logged_and_retained(
+    archive_synthesized: Archive,
+) -> None:
+    archive = archive_synthesized.stack.archive
+    buckets = archive_synthesized.resources("AWS::S3::Bucket")
+    files = buckets[archive_synthesized.logical_id(archive.files_bucket)]
+    logs_id = archive_synthesized.logical_id(archive.access_logs_bucket)
+    assert set(buckets) == {archive_synthesized.logical_id(archive.files_bucket), logs_id}
+    for bucket in buckets.values():
+        assert bucket["DeletionPolicy"] == "Retain"
+        assert bucket["UpdateReplacePolicy"] == "Retain"
+        properties = bucket["Properties"]
+        assert properties["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+        assert properties["BucketEncryption"] == {
+            "ServerSideEncryptionConfiguration": [
+                {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+            ]
+        }
+        assert "CorsConfiguration" not in properties
+    assert files["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert files["Properties"]["LoggingConfiguration"] == {
+        "DestinationBucketName": {"Ref": logs_id},
+        "LogFilePrefix": "files/",
+    }
+    # auto_delete_objects off: no custom resource that would empty the bucket
+    assert not archive_synthesized.resources("Custom::S3AutoDeleteObjects")
+
+
+def test_buckets_refuse_requests_without_tls(archive_synthesized: Archive) -> None:
+    policies = archive_synthesized.resources("AWS::S3::BucketPolicy").values()
+    assert len(policies) == 2
+    for policy in policies:
+        (deny,) = [
+            statement
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if statement["Effect"] == "Deny"
+        ]
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        assert deny["Principal"] == {"AWS": "*"}
+
+
+# -- the function -----------------------------------------------------------------------------
+
+
+def _archive_function(archive: Archive) -> dict[str, Any]:
+    function_id = archive.logical_id(archive.stack.archive.function)
+    return dict(archive.resources("AWS::Lambda::Function")[function_id]["Properties"])
+
+
+def test_function_runtime_size_and_tracing(archive_synthesized: Archive) -> None:
+    function = _archive_function(archive_synthesized)
+    assert function["Runtime"] == "python3.13"
+    assert function["Architectures"] == ["arm64"]
+    assert function["Handler"] == "functions.archive.handler.lambda_handler"
+    assert function["TracingConfig"] == {"Mode": "Active"}
+    assert function["Timeout"] == 29  # below the HTTP API's 30 s
+    assert function["MemorySize"] == 512
+    log_group = archive_synthesized.stack.archive.log_group
+    assert function["LoggingConfig"] == {
+        "LogGroup": {"Ref": archive_synthesized.logical_id(log_group)}
+    }
+
+
+def test_function_environment(archive_synthesized: Archive) -> None:
+    stack = archive_synthesized.stack
+    variables = _archive_function(archive_synthesized)["Environment"]["Variables"]
+    minting_api = archive_synthesized.logical_id(stack.minting.api)
+    assert variables == {
+        "IBI_ARCHIVE_TABLE": {"Ref": archive_synthesized.logical_id(stack.archive.items_table)},
+        "IBI_ARCHIVE_BUCKET": {"Ref": archive_synthesized.logical_id(stack.archive.files_bucket)},
+        "IBI_MINT_ENDPOINT": {
+            "Fn::Join": [
+                "",
+                [
+                    "https://",
+                    {"Ref": minting_api},
+                    ".execute-api.",
+                    {"Ref": "AWS::Region"},
+                    ".",
+                    {"Ref": "AWS::URLSuffix"},
+                    "/",
+                ],
+            ]
+        },
+        # cdk.json leaves base_url, platform_software and mint_subsystem to the Lambda
+        "IBI_URLKEY_TTL_SECONDS": "600",
+        "POWERTOOLS_SERVICE_NAME": "archive",
+        "POWERTOOLS_METRICS_NAMESPACE": "ibi",
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def test_the_function_accepts_its_environment(archive_synthesized: Archive) -> None:
+    """The deployed variables pass the Lambda's own settings validation."""
+    variables = _archive_function(archive_synthesized)["Environment"]["Variables"]
+    placeholders = {
+        "IBI_ARCHIVE_TABLE": "items-table",
+        "IBI_ARCHIVE_BUCKET": "files-bucket",
+        "IBI_MINT_ENDPOINT": "https://abc123.execute-api.eu-west-1.amazonaws.com/",
+    }
+    resolved = {
+        name: value if isinstance(value, str) else placeholders[name]
+        for name, value in variables.items()
+    }
+    settings = ArchiveSettings.from_environment(resolved)
+    assert settings.table == "items-table"
+    assert settings.bucket == "files-bucket"
+    assert settings.mint_endpoint == placeholders["IBI_MINT_ENDPOINT"]
+    assert settings.base_url is None  # the API's own domain
+    assert settings.urlkey_ttl_seconds == 600
+
+
+def test_function_role_grants_exactly_what_the_function_does(
+    archive_synthesized: Archive,
+) -> None:
+    stack = archive_synthesized.stack
+    role_id = archive_synthesized.logical_id(stack.archive.role)
+    role = archive_synthesized.resources("AWS::IAM::Role")[role_id]["Properties"]
+    assert "ManagedPolicyArns" not in role
+    assert "Policies" not in role
+
+    def logical_id(construct: Any) -> str:
+        return archive_synthesized.logical_id(construct)
+
+    mint_route = {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":execute-api:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":",
+                {"Ref": logical_id(stack.minting.api)},
+                "/*/POST/mint",
+            ],
+        ]
+    }
+    assert granted(archive_synthesized.template, role_id) == {
+        arn_of(logical_id(stack.archive.items_table)): ITEMS_TABLE_ACTIONS,
+        arn_of(logical_id(stack.archive.files_bucket), "/items/*"): {
+            "s3:GetObject",
+            "s3:PutObject",
+        },
+        arn_of(logical_id(stack.archive.files_bucket)): {"s3:ListBucket"},
+        arn_of(logical_id(stack.archive.log_group)): LOG_ACTIONS,
+        json.dumps(mint_route, sort_keys=True): {"execute-api:Invoke"},
+        json.dumps("*"): XRAY_ACTIONS,
+    }
+
+
+def test_no_policy_uses_wildcard_actions_or_reaches_another_bucket(
+    archive_synthesized: Archive,
+) -> None:
+    forbidden = {"dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "s3:DeleteObject"}
+    for policy in archive_synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            found = actions(statement)
+            assert not any(action.endswith("*") for action in found), statement
+            assert not found & forbidden, statement
+            if any(action.startswith(("s3:", "dynamodb:")) for action in found):
+                assert statement["Resource"] != "*", statement
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+
+def test_every_route_and_its_authorization(archive_synthesized: Archive) -> None:
+    authorization = _route_authorization(archive_synthesized)
+    assert authorization == {
+        PUBLIC_ROUTE_KEY: "NONE",
+        GUARD_ROUTE_KEY: "AWS_IAM",
+        **dict.fromkeys(DEPOSIT_ROUTE_KEYS, "AWS_IAM"),
+    }
+
+
+def test_the_lambdas_deposit_routes_are_exactly_the_iam_routes() -> None:
+    """A route the Lambda serves under /api/ is declared, and IAM-authorized, in the API."""
+    app = create_app(lambda: None)  # type: ignore[arg-type]
+    # Powertools keeps its routes on private attributes; the list is what the Lambda serves.
+    served = {(route.method, route.path) for route in app._static_routes + app._dynamic_routes}
+    assert {f"{method} {path}" for method, path in served if path.startswith("/api/")} == (
+        DEPOSIT_ROUTE_KEYS
+    )
+    # Everything else is read-only, reached through the public GET catch-all.
+    assert {method for method, path in served if not path.startswith("/api/")} == {"GET"}
+
+
+@pytest.mark.parametrize("event", sorted(EVENTS.glob("*.json")), ids=lambda path: path.stem)
+def test_each_recorded_event_takes_a_route_with_its_authorization(
+    archive_synthesized: Archive, event: Path
+) -> None:
+    """events/archive/: deposit requests come signed (IAM), the protocol and pages do not."""
+    request = json.loads(event.read_text())
+    http = request["requestContext"]["http"]
+    authorization = _route_authorization(archive_synthesized)
+    route = _select_route(set(authorization), http["method"], request["rawPath"])
+    assert route is not None
+    signed = "iam" in (request["requestContext"].get("authorizer") or {})
+    assert authorization[route] == ("AWS_IAM" if signed else "NONE"), route
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "route"),
+    [
+        ("GET", "/8JMKD3MGP8W/3FSUP4L", PUBLIC_ROUTE_KEY),
+        ("GET", "/col/8JMKD3MGP8W/35MME4E/a.txt", PUBLIC_ROUTE_KEY),
+        ("GET", "/api/items", "GET /api/items"),
+        ("GET", "/api/items/", GUARD_ROUTE_KEY),
+        ("GET", "/api/anything/else", GUARD_ROUTE_KEY),
+        ("POST", "/api/anything", None),
+        ("POST", "/col/x", None),
+    ],
+)
+def test_no_path_under_api_reaches_the_public_catch_all(
+    archive_synthesized: Archive, method: str, path: str, route: str | None
+) -> None:
+    authorization = _route_authorization(archive_synthesized)
+    assert _select_route(set(authorization), method, path) == route
+
+
+def test_routes_reach_the_archive_function_with_payload_v2(archive_synthesized: Archive) -> None:
+    stack = archive_synthesized.stack
+    api_id = {"Ref": archive_synthesized.logical_id(stack.archive.api)}
+    function_arn = {"Fn::GetAtt": [archive_synthesized.logical_id(stack.archive.function), "Arn"]}
+    integrations = [
+        integration["Properties"]
+        for integration in archive_synthesized.resources("AWS::ApiGatewayV2::Integration").values()
+        if integration["Properties"]["ApiId"] == api_id
+    ]
+    assert len(integrations) == 1
+    (integration,) = integrations
+    assert integration["IntegrationType"] == "AWS_PROXY"
+    assert integration["PayloadFormatVersion"] == "2.0"
+    assert integration["IntegrationUri"] == function_arn
+
+
+def test_stage_writes_json_access_logs(archive_synthesized: Archive) -> None:
+    stack = archive_synthesized.stack
+    stage_id = archive_synthesized.logical_id(stack.archive.stage)
+    stage = archive_synthesized.resources("AWS::ApiGatewayV2::Stage")[stage_id]["Properties"]
+    assert stage["StageName"] == "$default"
+    assert stage["AutoDeploy"] is True
+    access_logs_id = archive_synthesized.logical_id(stack.archive.access_logs)
+    assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": [access_logs_id, "Arn"]}
+    access_log = json.loads(stage["AccessLogSettings"]["Format"])
+    assert access_log["routeKey"] == "$context.routeKey"
+    assert access_log["userArn"] == "$context.identity.userArn"
+
+
+def test_the_stack_holds_an_archive_and_its_own_minting_service(
+    archive_synthesized: Archive,
+) -> None:
+    template = archive_synthesized.template
+    template.resource_count_is("AWS::DynamoDB::Table", 4)  # items + minting's three
+    template.resource_count_is("AWS::Lambda::Function", 2)
+    template.resource_count_is("AWS::ApiGatewayV2::Api", 2)
+    template.resource_count_is("AWS::Logs::LogGroup", 4)
+    template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    minting_routes = {
+        route["Properties"]["RouteKey"]
+        for route in archive_synthesized.resources("AWS::ApiGatewayV2::Route").values()
+        if route["Properties"]["ApiId"]
+        == {"Ref": archive_synthesized.logical_id(archive_synthesized.stack.minting.api)}
+    }
+    assert minting_routes == {"POST /mint", "GET /mints", "GET /subsystems"}
+
+
+def test_outputs(archive_synthesized: Archive) -> None:
+    stack = archive_synthesized.stack
+    template = archive_synthesized.template
+
+    def url_ending(suffix: str) -> dict[str, Any]:
+        return {
+            "Value": {"Fn::Join": ["", Match.array_with([Match.string_like_regexp(f"{suffix}$")])]}
+        }
+
+    template.has_output("ArchiveUrl", url_ending("/"))
+    template.has_output("DepositApiUrl", url_ending("/api/"))
+    template.has_output("MintingApiUrl", url_ending("/"))
+    template.has_output("MintUrl", url_ending("/mint"))
+    for output, construct in (
+        ("ItemsTableName", stack.archive.items_table),
+        ("FilesBucketName", stack.archive.files_bucket),
+        ("FilesAccessLogsBucketName", stack.archive.access_logs_bucket),
+        ("ArchiveFunctionName", stack.archive.function),
+        ("MintingFunctionName", stack.minting.function),
+    ):
+        template.has_output(output, {"Value": {"Ref": archive_synthesized.logical_id(construct)}})
+    assert archive_synthesized.template.to_json()["Outputs"]["ArchiveUrl"]["Value"] == (
+        archive_synthesized.stack.resolve(stack.archive.url)
+    )
