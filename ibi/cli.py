@@ -327,6 +327,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         minting_port=args.port,
         archive_ports=args.archive_ports,
         resolver_port=args.resolver_port,
+        demo=not args.no_demo,
         log_level=args.log_level,
     ).start()
 
@@ -468,6 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="ports of the two Archives (8810,8820)",
     )
     local.add_argument("--resolver-port", type=_port, default=8080, help="resolver port (8080)")
+    local.add_argument(
+        "--no-demo", action="store_true", help="do not seed demo items in a new data directory"
+    )
     local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     local.set_defaults(run=cmd_local)
     return parser

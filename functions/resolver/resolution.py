@@ -18,6 +18,7 @@ Decisions where seed 001 is silent (besides spec §7):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ from ibi.core.persistent_url import PersistentURL
 from ibi.core.relations import Relation, Verb, next_hop
 
 MAX_HOPS = 8  # §7.9
+# url.translation(pt-BR)…, ibi.translation(en).lastedition …: the first translation step.
+_TRANSLATION_PAIR = re.compile(r"(?:url|ibi)\.translation\(([A-Za-z]{2}(?:-[A-Za-z]{2})?)\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +98,9 @@ def languages_offered(answers: Sequence[PairList]) -> list[str]:
     found: list[str] = []
     for pairs in answers:
         for name in pairs.names():
-            for prefix in ("url.translation(", "ibi.translation("):
-                if name.startswith(prefix) and name.endswith(")"):
-                    tag = name[len(prefix) : -1]
-                    if tag and tag not in found:
-                        found.append(tag)
+            match = _TRANSLATION_PAIR.match(name)
+            if match and match.group(1) not in found:
+                found.append(match.group(1))
     return found
 
 

@@ -74,6 +74,8 @@ class LocalFederation:
     _dynalite: Dynalite | None = None
     _s3: Any = None
     switch_answers: dict[str, str] = field(default_factory=dict)
+    demo: bool = True
+    demo_urls: list[Any] = field(default_factory=list)
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> LocalFederation:
@@ -93,6 +95,11 @@ class LocalFederation:
             for gateway in self.gateways:
                 gateway.start()
             self._switch_archives_on()
+            if self.demo:
+                from ibi.local.demo import ensure_demo
+
+                archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports)
+                self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)
         except BaseException:
             self.stop()
             raise
@@ -231,18 +238,23 @@ class LocalFederation:
             lines.append(f"  {gateway.name:<10} {gateway.url}")
         if self.gateways:
             mint = self.gateways[0].url
+            archive = f"http://127.0.0.1:{self.archive_ports[0]}"
             lines += ["", "Archives switched on at the resolver:"]
             lines += [
                 f"  {name}: {' '.join(answer.split())}"
                 for name, answer in self.switch_answers.items()
             ]
+            if self.demo_urls:
+                lines += ["", "Persistent URLs to try (curl -i …; the status the spec says):"]
+                for url in self.demo_urls:
+                    lines.append(f"  {url.expect}  {self.resolver_url}{url.path}")
+                    lines.append(f"       {url.what}")
             lines += [
                 "",
                 "Try:",
-                f"  curl -s {self.gateways[1].url}/api/service" if len(self.gateways) > 1 else "",
-                f"  ibi mint --endpoint {mint}",
-                f"  ibi mint --endpoint {mint} --count 3 --json",
+                f"  ibi deposit FILE --endpoint {archive} --resolver {self.resolver_url}",
+                f"  ibi mint --endpoint {mint} --count 3",
                 f"  ibi mints --endpoint {mint}",
-                f"  curl -s -X POST {mint}/mint -d '{{\"count\": 2}}'",
+                f"  open {self.resolver_url}/ (landing page) and {self.resolver_url}/status",
             ]
         return "\n".join(lines)

@@ -15,7 +15,9 @@ IBI = [sys.executable, "-m", "ibi.cli"]
 
 
 class LocalRun:
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, *, demo: bool = False) -> None:
+        self.demo = demo
+        self.banner: list[str] = []
         self.data_dir = data_dir
         self.port = port
         self.endpoint = f"http://127.0.0.1:{port}"
@@ -38,6 +40,7 @@ class LocalRun:
                 ",".join(map(str, self.archive_ports)),
                 "--resolver-port",
                 str(self.resolver_port),
+                *([] if self.demo else ["--no-demo"]),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -53,6 +56,7 @@ class LocalRun:
                 raise AssertionError("ibi local exited:\n" + "".join(banner))
             banner.append(line)
             if line.startswith("Try:"):
+                self.banner = banner
                 return self
         raise AssertionError("ibi local did not start:\n" + "".join(banner))
 

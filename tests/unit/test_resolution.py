@@ -282,3 +282,13 @@ def test_accept_language_lookup() -> None:
 
 def test_answers_are_pair_lists_of_the_spec() -> None:
     assert isinstance(parse_pair_list(EX_8_1), PairList)
+
+
+def test_languages_are_read_from_compound_relations() -> None:
+    from functions.resolver.resolution import languages_offered
+
+    pairs = parse_pair_list(
+        "url.translation(en).lastedition http://a/en\nibi.translation(pt-BR).metadata {ibip LK47B6W/362SFKH}\n"
+        "url.metadata.translation http://a/m\nurl.translation(xx-yyy) http://bad"
+    )
+    assert languages_offered([pairs]) == ["en", "pt-BR"]

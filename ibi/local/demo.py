@@ -1,0 +1,142 @@
+"""Demo items for a fresh ``ibi local``: one of each thing the resolver can be asked.
+
+Seeded once, through the same HTTP APIs a user or a CI pipeline would use (deposit,
+upload, links), and written down in ``<data>/demo.json`` so later starts show the same
+persistent URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ibi.client import ArchiveClient, MintingClient
+
+
+@dataclass(frozen=True, slots=True)
+class DemoURL:
+    path: str  # what follows the resolver's address
+    expect: int  # the status the spec says
+    what: str
+
+
+def _label(item: dict[str, Any]) -> str:
+    forms: dict[str, str] = item["ibi"]
+    return forms.get("ibip") or forms["rep"]
+
+
+def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
+    a = ArchiveClient(archive_a, sign=False)
+    b = ArchiveClient(archive_b, sign=False)
+
+    # A report in English (Dublin Core kept in the item) and its Portuguese translation.
+    report = a.create(
+        {
+            "language": "en",
+            "dc": {
+                "title": "Internet Based Identifier (IBI): resolution system",
+                "creator": ["Banon, G. J. F.", "Banon, L. C."],
+                "date": "2014",
+                "type": "Report",
+            },
+        }
+    )
+    report_id = _label(report)
+    a.upload_files(
+        report_id, [("report.txt", b"The IBI resolution system (demo).\n", "text/plain")]
+    )
+    translation = a.create({"language": "pt-BR", "dc": {"title": "Sistema de resolucao"}})
+    translation_id = _label(translation)
+    a.upload_files(
+        translation_id,
+        [("relatorio.txt", b"O sistema de resolucao do IBI (demo).\n", "text/plain")],
+    )
+    a.call(
+        "POST",
+        "/api/item/links",
+        {"translation": {"language": "pt-BR", "ibi": translation_id}},
+        ibi=report_id,
+    )
+
+    # The same report copied into the second Archive.
+    b.copy({"ibi": report["ibi"], "language": "en", "original_sha256": None})
+    b.upload_files(
+        report_id, [("report.txt", b"The IBI resolution system (demo).\n", "text/plain")]
+    )
+
+    # A document with a next edition held by the other Archive (the resolver chases it).
+    first = a.create({"dc": {"title": "Draft standard, 1st edition"}})
+    first_id = _label(first)
+    a.upload_files(first_id, [("edition-1.txt", b"First edition.\n", "text/plain")])
+    second = b.create({"dc": {"title": "Draft standard, 2nd edition"}})
+    second_id = _label(second)
+    b.upload_files(second_id, [("edition-2.txt", b"Second edition.\n", "text/plain")])
+    a.call("POST", "/api/item/links", {"next_edition": second["ibi"]}, ibi=first_id)
+
+    # An item made of several files.
+    dataset = a.create({"dc": {"title": "A dataset of several files"}})
+    dataset_id = _label(dataset)
+    a.upload_files(
+        dataset_id,
+        [
+            ("README.txt", b"Three files.\n", "text/plain"),
+            ("data.csv", b"x,y\n1,2\n", "text/csv"),
+            ("reference.bib", b"@misc{demo, title={Demo}}\n", "application/x-bibtex"),
+        ],
+        default_file="README.txt",
+    )
+
+    # An item deleted: its IBI stays known, forever.
+    gone = a.create({"dc": {"title": "Withdrawn"}})
+    gone_id = _label(gone)
+    a.upload_files(gone_id, [("withdrawn.txt", b"Withdrawn.\n", "text/plain")])
+    a.call("DELETE", "/api/item", ibi=gone_id)
+
+    # Two Archives both claiming the original of one IBI: what the resolver must flag.
+    disputed = a.create({"dc": {"title": "Disputed"}})
+    disputed_id = _label(disputed)
+    a.upload_files(disputed_id, [("disputed.txt", b"Mine.\n", "text/plain")])
+    b.create({"ibi": disputed["ibi"], "dc": {"title": "Disputed"}})
+    b.upload_files(disputed_id, [("disputed.txt", b"No, mine.\n", "text/plain")])
+
+    # An IBI minted but never deposited anywhere.
+    unknown = MintingClient(minting, sign=False).mint()["ibis"][0]["ibip"]
+
+    return [
+        DemoURL(f"/{report_id}", 302, "a report (original in archive-a, a copy in archive-b)"),
+        DemoURL(f"/{report_id}:", 302, "its metadata"),
+        DemoURL(f"/{report_id}:(oai_dc)", 302, "its metadata as OAI Dublin Core"),
+        DemoURL(f"/{report_id}+(pt-BR)", 302, "its Brazilian Portuguese translation"),
+        DemoURL(f"/{report_id}+", 302, "its translation best matching Accept-Language"),
+        DemoURL(
+            f"/{report_id}?ibiurl.requireditemstatus=Original", 302, "only the original will do"
+        ),
+        DemoURL(f"/{first_id}", 302, "a first edition"),
+        DemoURL(f"/{first_id}!", 302, "its last edition (held by archive-b)"),
+        DemoURL(f"/{dataset_id}?ibiurl.verblist=GetFileList", 302, "the list of a dataset's files"),
+        DemoURL(f"/{dataset_id}/reference.bib", 302, "one file of it"),
+        DemoURL(f"/{gone_id}", 410, "an item deleted"),
+        DemoURL(
+            f"/{disputed_id}?ibiurl.requireditemstatus=Original",
+            409,
+            "two Archives claim the original",
+        ),
+        DemoURL(f"/{unknown}", 404, "an IBI minted but deposited nowhere"),
+        DemoURL(f"/{report_id}!!", 400, "a malformed persistent URL"),
+    ]
+
+
+def ensure_demo(data_dir: Path, archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
+    """The demo URLs of this data directory, seeding the demo items on its first start."""
+    path = data_dir / "demo.json"
+    if path.exists():
+        return [DemoURL(**entry) for entry in json.loads(path.read_text())]
+    urls = seed(archive_a, archive_b, minting)
+    path.write_text(json.dumps([_asdict(url) for url in urls], indent=2) + "\n")
+    return urls
+
+
+def _asdict(url: DemoURL) -> dict[str, Any]:
+    return {"path": url.path, "expect": url.expect, "what": url.what}
