@@ -235,7 +235,7 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     else:
         if args.subsystem:
             body["subsystem"] = args.subsystem
-        item = client.create(body)
+        item = client.create(body, idempotency_key=args.idempotency_key)
     label = item["ibi"].get("ibip") or item["ibi"]["rep"]
     if files:
         item = client.upload_files(label, files, default_file=files[0][0])
@@ -416,6 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     deposit.add_argument("--copy-of", metavar="IBI", help="deposit a copy of this original")
     deposit.add_argument("--language", help="ISO 639-1 language of the item (pt, pt-BR)")
     deposit.add_argument("--resolver", metavar="URL", help="for the persistent URL")
+    deposit.add_argument(
+        "--idempotency-key",
+        metavar="K",
+        help="a retried deposit with the same key gets the same IBI (e.g. run id + SHA-256)",
+    )
     deposit.set_defaults(run=cmd_deposit)
 
     archive = commands.add_parser("archive", help="an Archive: items, integrity")

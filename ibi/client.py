@@ -198,8 +198,9 @@ class ArchiveClient(ApiClient):
         answer: dict[str, Any] = self.call("GET", "/api/service")
         return answer
 
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        answer: dict[str, Any] = self.call("POST", "/api/items", body)
+    def create(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        answer: dict[str, Any] = _ok(self.request("POST", "/api/items", body, headers))
         return answer
 
     def copy(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -246,7 +247,10 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
     @app.post("/api/items")
     def create_original() -> Response[str]:
         current, _, views = runtime()
-        item = current.service.create_original(body())
+        key = app.current_event.headers.get("idempotency-key")
+        if key is not None and not re.fullmatch(r"[A-Za-z0-9._:/+=@-]{1,200}", key):
+            raise BadRequest("the Idempotency-Key must be 1-200 of A-Z a-z 0-9 . _ : / + = @ -")
+        item = current.service.create_original(body(), idempotency_key=key)
         metrics.add_metric(name="ItemsCreated", unit=MetricUnit.Count, value=1)
         logger.info("original created", extra={"ibi": item.key})
         return _json(201, item_answer(item, current, views))
@@ -513,14 +517,15 @@ def check_item(item: Item, files: Any) -> dict[str, Any]:
     return {"ibi": item.ibi.to_mapping(), "files": len(item.files), "problems": problems}
 
 
-def mint_through(endpoint: str, subsystem: str | None) -> Callable[[str | None], Forms]:
+def mint_through(endpoint: str, subsystem: str | None) -> Callable[[str | None, str | None], Forms]:
     """Mint through the minting API (signed with SigV4 in AWS)."""
     from ibi.client import MintingClient
 
     client = MintingClient(endpoint, timeout=20)
 
-    def mint(requested: str | None) -> Forms:
-        answer = client.mint(subsystem=requested or subsystem, count=1)
+    def mint(requested: str | None, idempotency_key: str | None) -> Forms:
+        key = f"deposit:{idempotency_key}" if idempotency_key else None
+        answer = client.mint(subsystem=requested or subsystem, count=1, idempotency_key=key)
         ibi = answer["ibis"][0]
         return Forms(rep=ibi["rep"], ibip=ibi["ibip"])
 

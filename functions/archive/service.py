@@ -25,7 +25,7 @@ from functions.archive.store import ArchiveStoreError, ItemExists, ItemStore, St
 from ibi.core.errors import InvalidInput
 
 Clock = Callable[[], Decimal]
-Minter = Callable[[str | None], Forms]
+Minter = Callable[[str | None, str | None], Forms]  # (subsystem, idempotency key) -> IBI
 
 
 class ArchiveError(Exception):
@@ -160,7 +160,7 @@ class ArchiveService:
         if forms is None:
             if self._mint is None:
                 raise Unavailable("no minting service to mint this Archive's service IBI")
-            forms = self.items.claim_service_item(self._mint(None))
+            forms = self.items.claim_service_item(self._mint(None, None))
         existing = self.items.get(forms.key)
         if existing is not None:
             return existing
@@ -183,7 +183,8 @@ class ArchiveService:
 
     # -- deposit -------------------------------------------------------------------------------
 
-    def create_original(self, body: Any) -> Item:
+    def create_original(self, body: Any, *, idempotency_key: str | None = None) -> Item:
+        """A new original. With an idempotency key, a retried request gets the same item."""
         data = _object(body, _CREATE_FIELDS, "a new original")
         if "ibi" in data:
             if "subsystem" in data:
@@ -192,8 +193,12 @@ class ArchiveService:
         else:
             if self._mint is None:
                 raise BadRequest('this Archive mints nothing: give the item\'s "ibi"')
-            forms = self._mint(data.get("subsystem"))
+            forms = self._mint(data.get("subsystem"), idempotency_key)
         item = self._build(forms, State.ORIGINAL, data)
+        if idempotency_key is not None:
+            existing = self.items.get(forms.key)
+            if existing is not None and existing.state is State.ORIGINAL and not existing.service:
+                return existing  # the same request, retried: its item, not a second one
         self._create(item)
         return item
 

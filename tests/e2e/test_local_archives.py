@@ -134,3 +134,13 @@ def test_copy_in_the_second_archive_and_tombstone(local: LocalRun, tmp_path: Pat
 def test_deposit_needs_something(local: LocalRun) -> None:
     done = cli("deposit", "--endpoint", local.archives[0])
     assert done.returncode == 2 and "FILE" in done.stderr
+
+
+def test_a_retried_deposit_never_mints_twice(local: LocalRun, tmp_path: Path) -> None:
+    artefact = tmp_path / "app-1.0.tar.gz"
+    artefact.write_bytes(b"release bytes")
+    args = ("deposit", str(artefact), "--endpoint", local.archives[0], "--json")
+    first = json.loads(cli(*args, "--idempotency-key", "run-42-1f2e3d").stdout)
+    again = json.loads(cli(*args, "--idempotency-key", "run-42-1f2e3d").stdout)
+    assert first["ibi"] == again["ibi"] and len(again["files"]) == 1
+    assert json.loads(cli(*args).stdout)["ibi"] != first["ibi"]

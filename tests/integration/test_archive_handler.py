@@ -49,9 +49,16 @@ def runtime() -> Iterator[ArchiveRuntime]:
         store.claim_service_item(SERVICE)
         dates = count(1795473000)
 
-        def mint(_: str | None) -> Forms:  # a minting service of our own, for the test
+        minted: dict[str, Forms] = {}
+
+        def mint(_: str | None, key: str | None) -> Forms:  # a minting service of our own
+            if key is not None and key in minted:
+                return minted[key]  # idempotent, as the real one
             ibi = IBI.build(Decimal(next(dates)), host="ibi.example.org", ip="192.0.2.10")
-            return Forms(rep=ibi.rep, ibip=ibi.ibip)
+            forms = Forms(rep=ibi.rep, ibip=ibi.ibip)
+            if key is not None:
+                minted[key] = forms
+            return forms
 
         settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": "archive-items"})
         clock = FakeClock(Decimal(1795473000))
@@ -301,3 +308,14 @@ def test_list_items(invoke: Invoke, runtime: ArchiveRuntime) -> None:
     listed = body(invoke("list_items.json"))
     keys = {item["ibi"].get("ibip") for item in listed["items"]}
     assert keys == {ITEM, SERVICE.ibip} and listed["next"] is None
+
+
+def test_a_retried_deposit_gets_the_same_item(invoke: Invoke) -> None:
+    headers = {**event("create_minted.json")["headers"], "idempotency-key": "run-9-sha256-abc"}
+    first = body(invoke("create_minted.json", headers=headers))
+    again = body(invoke("create_minted.json", headers=headers))
+    assert first["ibi"] == again["ibi"]
+    other = body(invoke("create_minted.json"))
+    assert other["ibi"] != first["ibi"]
+    bad = invoke("create_minted.json", headers={**headers, "idempotency-key": "no spaces"})
+    assert bad["statusCode"] == 400
