@@ -10,9 +10,9 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup run test lint typecheck unit integration e2e infra synth bench clean
+.PHONY: setup run test lint typecheck unit integration e2e infra pages synth bench clean
 
-setup: $(STAMP)/venv $(STAMP)/node $(STAMP)/wheelhouse
+setup: $(STAMP)/venv $(STAMP)/node $(STAMP)/wheelhouse $(STAMP)/chromium
 
 $(STAMP)/venv: pyproject.toml
 	@mkdir -p $(STAMP)
@@ -29,6 +29,15 @@ $(STAMP)/node: package.json package-lock.json
 # Lambda dependencies for arm64, downloaded once so that `cdk synth` bundles offline.
 $(STAMP)/wheelhouse: functions/minting/requirements.txt $(STAMP)/venv
 	$(BIN)/python -m infra.bundling --download
+	@touch $@
+
+# Headless Chromium for the page tests: Debian's packages (as root; otherwise say what to do).
+$(STAMP)/chromium:
+	@mkdir -p $(STAMP)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "Install Chromium and ChromeDriver (Debian: sudo apt-get install chromium chromium-driver)"; exit 1; fi
 	@touch $@
 
 ## The main job: minting service (and, as they land, Archives and resolver) on 127.0.0.1.
@@ -54,6 +63,12 @@ e2e: setup
 	$(BIN)/pytest tests/e2e
 infra: setup
 	$(BIN)/pytest tests/infra
+
+pages: setup
+	$(BIN)/pytest tests/pages
+
+bench: setup
+	$(BIN)/python -m bench
 
 synth: setup
 	CDK_OUTDIR=cdk.out $(BIN)/python app.py

@@ -1,0 +1,74 @@
+"""Headless Chromium (Debian's chromium + chromium-driver) against the real resolver handler."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
+from functions.resolver.registry import ensure_table
+from functions.resolver.settings import ResolverSettings
+from ibi.local.gateway import LocalGateway
+from ibi.local.stores import Dynalite, free_port
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not Path(CHROMIUM).exists() or not Path(CHROMEDRIVER).exists():
+        pytest.fail(
+            "Chromium is missing: run `make setup` (apt packages chromium, chromium-driver)"
+        )
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="session")
+def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("resolver")
+    with Dynalite(data / "dynamodb") as dynalite:
+        ensure_table(dynalite.client(), "resolver")
+        settings = ResolverSettings.from_environment(
+            {
+                "IBI_RESOLVER_TABLE": "resolver",
+                "IBI_PEPPER_FILE": str(data / "pepper"),
+                "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
+                "IBI_ARCHIVE_TIMEOUT_SECONDS": "1",
+                "IBI_RESOLUTION_DEADLINE_SECONDS": "2",
+            }
+        )
+        pepper = load_pepper(settings)
+
+        def handler() -> Any:
+            runtime = runtime_from_settings(settings, dynalite.client(), pepper)
+            return make_handler(create_app(lambda: runtime))
+
+        gateway = LocalGateway("resolver", handler, free_port(), workers=2).start()
+        yield gateway.url
+        gateway.shutdown()
