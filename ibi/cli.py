@@ -254,6 +254,14 @@ def cmd_archive_item(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_archive_transfer(args: argparse.Namespace) -> int:
+    answer = _archive(args).call(
+        "POST", "/api/item/transfer", {"to": args.to, "leave": args.leave}, ibi=args.ibi
+    )
+    _print_json(answer)
+    return EXIT_OK
+
+
 def cmd_archive_verify(args: argparse.Namespace) -> int:
     problems = 0
     for entry in _archive(args).verify(args.ibi):
@@ -436,6 +444,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("ibi", metavar="IBI", nargs="?")
     verify.add_argument("--quiet", action="store_true", help="print problems only")
     verify.set_defaults(run=cmd_archive_verify)
+
+    transfer = archive_commands.add_parser(
+        "transfer", help="move a transferable original to another Archive"
+    )
+    api_options(transfer)
+    transfer.add_argument("ibi", metavar="IBI")
+    transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
+    transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
+    transfer.set_defaults(run=cmd_archive_transfer)
 
     for verb in ("on", "off"):
         switch = archive_commands.add_parser(

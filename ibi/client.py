@@ -15,7 +15,6 @@ from urllib.parse import urlencode, urlsplit
 from ibi import __version__
 
 _AWS_API_HOST = re.compile(r"[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?")
-RETRYABLE = {409, 429, 502, 503, 504}
 
 
 class ApiError(Exception):
@@ -69,6 +68,8 @@ class SigV4Signer:
 class ApiClient:
     """A JSON API of ibi (minting, an Archive's deposit API), signed where that applies."""
 
+    retry_statuses: frozenset[int] = frozenset({429, 502, 503, 504})
+
     def __init__(
         self,
         endpoint: str,
@@ -106,7 +107,7 @@ class ApiClient:
         attempt = 0
         while True:
             answer = self._send(method, url, data, dict(headers or {}))
-            if answer.status not in RETRYABLE or attempt >= self.retries:
+            if answer.status not in self.retry_statuses or attempt >= self.retries:
                 return answer
             attempt += 1
             retry_after = answer.headers.get("retry-after", "")
@@ -138,6 +139,8 @@ class ApiClient:
 
 
 class MintingClient(ApiClient):
+    # 409: a request with the same Idempotency-Key is still being served: retry it.
+    retry_statuses = frozenset({409, 429, 502, 503, 504})
     def mint(
         self, *, subsystem: str | None = None, count: int = 1, idempotency_key: str | None = None
     ) -> dict[str, Any]:

@@ -51,6 +51,7 @@ tracer = Tracer(service="archive")
 metrics = Metrics(namespace="ibi", service="archive")
 
 TEXT = "text/plain; charset=us-ascii"
+TRANSFER_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -361,6 +362,82 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
             logger.error("integrity problems", extra={"problems": problems})
         return _json(200, {"items": report, "problems": len(problems), "next": more})
 
+    @app.post("/api/item/transfer")
+    def transfer() -> Response[str]:
+        """Move a transferable original to another Archive (seed 001 §3.2).
+
+        This Archive first stops answering Original (it keeps a Copy, or a tombstone), then
+        the receiving Archive creates the Original and gets the files: at no moment do both
+        answer Original. If the receiver refuses the item, this Archive takes it back.
+        """
+        from ibi.client import ApiError, ArchiveClient
+
+        current, _, _ = runtime()
+        data = body()
+        if not isinstance(data, dict) or not isinstance(data.get("to"), str):
+            raise BadRequest(
+                'send {"to": "<receiving Archive API URL>", "leave": "copy"|"tombstone"}'
+            )
+        label = item_label()
+        item = current.service.get(label)
+        files = current.files
+        too_big = [f.path for f in item.files if f.size > TRANSFER_MAX_BYTES]
+        if too_big or (item.files and files is None):
+            raise BadRequest(f"files too large to transfer through the API: {too_big}")
+        try:
+            receiver = ArchiveClient(data["to"], timeout=20)
+        except ApiError as error:
+            raise BadRequest(f'"to": {error.message}') from None
+        before, after = current.service.release_original(
+            label, leave=str(data.get("leave", "copy"))
+        )
+        created = {
+            "ibi": before.ibi.to_mapping(),
+            "content_type": before.content_type.value,
+            "transferable": True,
+            "listable": before.listable,
+            "dc": {k: list(v) for k, v in before.dc.items()},
+        }
+        if before.language:
+            created["language"] = before.language
+        if before.external_url:
+            created["url"] = before.external_url
+        try:
+            received = receiver.create(created)
+        except ApiError as error:
+            current.service.restore_original(before)
+            logger.warning("transfer refused", extra={"ibi": before.key, "reason": error.message})
+            return _json(502, {"error": {"code": "TransferRefused", "message": error.message}})
+        try:
+            if before.files:
+                contents = [
+                    (
+                        f.path,
+                        files.read(before.key, f.path, max_bytes=TRANSFER_MAX_BYTES),
+                        f.content_type,
+                    )
+                    for f in before.files
+                ]
+                received = receiver.upload_files(
+                    before.key, contents, default_file=before.default_file
+                )
+            for link in _links_of(before):
+                received = receiver.call("POST", "/api/item/links", link, ibi=before.key)
+        except ApiError as error:  # the receiver holds the original; its files are incomplete
+            logger.error("transfer incomplete", extra={"ibi": before.key, "reason": error.message})
+            return _json(
+                502,
+                {
+                    "error": {
+                        "code": "TransferIncomplete",
+                        "message": "the receiving Archive holds the original but: "
+                        f"{error.message}; retry the upload there",
+                    }
+                },
+            )
+        logger.info("transferred", extra={"ibi": before.key, "to": data["to"]})
+        return _json(200, {"here": after.summary(), "there": received})
+
     # -- the protocol, at the Archive service's own IBI (matched last) ------------------------
 
     @app.get("/.+")
@@ -494,6 +571,23 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         return _json(500, {"error": {"code": "InternalError", "message": "the Archive failed"}})
 
     return app
+
+
+def _links_of(item: Item) -> list[dict[str, Any]]:
+    """The item's links, as the deposit API takes them (one per call)."""
+    links: list[dict[str, Any]] = []
+    if item.next_edition:
+        links.append({"next_edition": item.next_edition.to_mapping()})
+    for translation in item.translations:
+        target = (
+            {"ibi": translation.ibi.to_mapping()} if translation.ibi else {"url": translation.url}
+        )
+        links.append({"translation": {"language": translation.language, **target}})
+    if item.metadata:
+        links.append({"metadata": {"ibi": item.metadata.to_mapping()}})
+    if item.metadata_oai_dc:
+        links.append({"metadata": {"ibi": item.metadata_oai_dc.to_mapping(), "format": "oai_dc"}})
+    return links
 
 
 def check_item(item: Item, files: Any) -> dict[str, Any]:

@@ -329,6 +329,45 @@ class ArchiveService:
 
         return self._modify(label, change)
 
+    # -- transfer (seed 001 §3.2; seed 004 §4.5) ---------------------------------------------
+
+    def release_original(self, label: str, *, leave: str) -> tuple[Item, Item]:
+        """First step of a transfer: this Archive stops answering ``Original`` for the item.
+
+        Returns (the item as it was, the item as it is now: a ``Copy`` or a tombstone). Only a
+        transferable original moves; the Archive's own service item never does.
+        """
+        if leave not in {"copy", "tombstone"}:
+            raise BadRequest('"leave" is "copy" or "tombstone"')
+        before: list[Item] = []
+
+        def change(item: Item) -> Item:
+            if item.state is not State.ORIGINAL:
+                raise Conflict(f"{item.key} is a {item.state.value} here: only an original moves")
+            if item.service or not item.transferable:
+                raise Conflict(f"{item.key} is an untransferable original")
+            before.append(item)
+            if leave == "tombstone":
+                return item.tombstone(self._clock())
+            main = item.main_file
+            return item.changed(
+                self._clock(),
+                state=State.COPY,
+                transferable=False,
+                original_sha256=main.sha256 if main else None,
+            )
+
+        after = self._modify(label, change)
+        return before[-1], after
+
+    def restore_original(self, before: Item) -> None:
+        """Undo :meth:`release_original` when the receiving Archive did not take the item."""
+        current = self.get(before.key)
+        self.items.replace(
+            replace(before, version=current.version + 1, timestamp=self._clock()),
+            expected_version=current.version,
+        )
+
     def _modify(self, label: str, change: Callable[[Item], Item]) -> Item:
         for _ in range(5):
             item = self.get(label)

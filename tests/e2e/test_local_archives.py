@@ -144,3 +144,53 @@ def test_a_retried_deposit_never_mints_twice(local: LocalRun, tmp_path: Path) ->
     again = json.loads(cli(*args, "--idempotency-key", "run-42-1f2e3d").stdout)
     assert first["ibi"] == again["ibi"] and len(again["files"]) == 1
     assert json.loads(cli(*args).stdout)["ibi"] != first["ibi"]
+
+
+def test_transfer_an_original_to_the_other_archive(local: LocalRun, tmp_path: Path) -> None:
+    sender, receiver = local.archives
+    paper = tmp_path / "paper.txt"
+    paper.write_text("a transferable paper\n")
+    made = json.loads(
+        cli("deposit", str(paper), "--language", "en", "--endpoint", sender, "--json").stdout
+    )
+    ibip = made["ibi"]["ibip"]
+    moved = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender)
+    assert moved.returncode == 0, moved.stderr
+    answer = json.loads(moved.stdout)
+    assert answer["here"]["state"] == "Copy" and answer["there"]["state"] == "Original"
+    assert answer["there"]["files"][0]["sha256"] == made["files"][0]["sha256"]
+
+    def state_at(archive: str) -> str | None:
+        return protocol(
+            archive,
+            servicesubject="urlRequest",
+            clientinformation_ipaddress="127.0.0.1",
+            parsedibiurl_ibi=ibip,
+        ).word("state")
+
+    assert (state_at(sender), state_at(receiver)) == ("Copy", "Original")
+    status, _, body = get(f"{receiver}/col/{ibip}/paper.txt")
+    assert status == 200 and body == b"a transferable paper\n"
+    # Only an original moves, and never twice to the same place.
+    again = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender)
+    assert again.returncode == 1 and "Copy" in again.stderr
+    # The Archive's own service item is untransferable.
+    service = json.loads(get(f"{sender}/api/service")[2])["archiveserviceibi"]["ibip"]
+    refused = cli("archive", "transfer", service, "--to", receiver, "--endpoint", sender)
+    assert refused.returncode == 1 and "untransferable" in refused.stderr
+
+
+def test_a_refused_transfer_leaves_the_original_where_it_was(
+    local: LocalRun, tmp_path: Path
+) -> None:
+    sender, receiver = local.archives
+    paper = tmp_path / "paper.txt"
+    paper.write_text("stays\n")
+    ibip = json.loads(cli("deposit", str(paper), "--endpoint", sender, "--json").stdout)["ibi"][
+        "ibip"
+    ]
+    cli("deposit", str(paper), "--copy-of", ibip, "--endpoint", receiver)  # receiver holds a copy
+    moved = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender)
+    assert moved.returncode == 1 and "one item per IBI" in moved.stderr
+    shown = json.loads(cli("archive", "item", ibip, "--endpoint", sender).stdout)
+    assert shown["state"] == "Original" and shown["transferable"] is True
