@@ -12,6 +12,7 @@ from typing import Any
 HERE = Path(__file__).parent
 SERVICE = "8JMKD3MGP8W/3FSUP4L"  # the test Archive's service IBI (tests claim it first)
 ITEM = "8JMKD3MGP8W/35MME4E"
+RESOLVER_SERVICE = "J8LNKB5R7W/3FUQHC5"
 IAM = {
     "iam": {
         "accessKey": "ASIAEXAMPLEEXAMPLE",
@@ -168,6 +169,13 @@ def archive() -> dict[str, dict[str, Any]]:
         "verify.json": event("POST", "/api/verify", host=host, query=f"ibi={ITEM}"),
         "list_items.json": event("GET", "/api/items", host=host, query="limit=10"),
         "delete_item.json": event("DELETE", "/api/item", host=host, query=f"ibi={ITEM}"),
+        "transfer_item.json": event(
+            "POST",
+            "/api/item/transfer",
+            host=host,
+            query=f"ibi={ITEM}",
+            body={"to": "https://k1l2m3n4o5.execute-api.eu-west-1.amazonaws.com", "leave": "copy"},
+        ),
         "url_request.json": event(
             "GET",
             protocol,
@@ -215,8 +223,84 @@ def archive() -> dict[str, dict[str, Any]]:
     }
 
 
+def resolver() -> dict[str, dict[str, Any]]:
+    host = "ibi.example.org"
+    public = {"signed": False}
+    switch = (
+        "servicesubject={subject}&archiveaddress=archive.example.org&archiveserviceibi=8JMKD3MGP8W/3FSUP4L"
+        "&archiveip=192.0.2.20&archiveprotocol=HTTPS&archiveplatformversion=ibi-0.1.0"
+        "&archiveadmemailaddress=admin%40example.org&registrationkey=1234567890-0987654321"
+    )
+    browser = {
+        "accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "accept-language": "pt-BR,pt;q=0.9,en;q=0.8",
+    }
+    return {
+        "landing.json": event("GET", "/", host=host, headers=browser, **public),
+        "inspect.json": event(
+            "GET", "/inspect", host=host, query="ibi=8JMKD3MGP8W/35MME4E", **public
+        ),
+        "inspect_invalid.json": event(
+            "GET", "/inspect", host=host, query="ibi=8JMKD3MGP8W/35MMIE4E", **public
+        ),
+        "status.json": event("GET", "/status", host=host, headers=browser, **public),
+        "favicon.json": event("GET", "/favicon.ico", host=host, **public),
+        "register_archive.json": event(
+            "POST",
+            "/admin/archives",
+            host=host,
+            body={
+                "archiveserviceibi": "8JMKD3MGP8W/3FSUP4L",
+                "registrationkey": "1234567890-0987654321",
+            },
+        ),
+        "list_archives.json": event("GET", "/admin/archives", host=host),
+        "inclusion_request.json": event(
+            "GET",
+            f"/{RESOLVER_SERVICE}",
+            host=host,
+            query=switch.format(subject="inclusionRequest"),
+            **public,
+        ),
+        "exclusion_request.json": event(
+            "GET",
+            f"/{RESOLVER_SERVICE}",
+            host=host,
+            query=switch.format(subject="exclusionRequest"),
+            **public,
+        ),
+        "resolve.json": event("GET", f"/{ITEM}", host=host, headers=browser, **public),
+        "resolve_modifier.json": event(
+            "GET", "/8JMKD3MGP8W/35MMLL8!:(oai_dc)", host=host, headers=browser, **public
+        ),
+        "resolve_original_required.json": event(
+            "GET",
+            f"/{ITEM}",
+            host=host,
+            query="ibiurl.requireditemstatus=Original",
+            headers=browser,
+            **public,
+        ),
+        "resolve_file_list.json": event(
+            "GET",
+            "/LK47B6W/362SFKH",
+            host=host,
+            query="ibiurl.verblist=GetFileList",
+            headers=browser,
+            **public,
+        ),
+        "resolve_malformed.json": event(
+            "GET", f"/{ITEM}!!", host=host, headers={"accept": "text/plain"}, **public
+        ),
+    }
+
+
 def main() -> None:
-    for folder, events in (("minting", minting()), ("archive", archive())):
+    for folder, events in (
+        ("minting", minting()),
+        ("archive", archive()),
+        ("resolver", resolver()),
+    ):
         (HERE / folder).mkdir(exist_ok=True)
         for name, content in events.items():
             (HERE / folder / name).write_text(json.dumps(content, indent=2) + "\n")

@@ -319,3 +319,19 @@ def test_a_retried_deposit_gets_the_same_item(invoke: Invoke) -> None:
     assert other["ibi"] != first["ibi"]
     bad = invoke("create_minted.json", headers={**headers, "idempotency-key": "no spaces"})
     assert bad["statusCode"] == 400
+
+
+def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
+    invoke: Invoke, runtime: ArchiveRuntime
+) -> None:
+    from ibi.local.stores import free_port
+
+    deposit(invoke, runtime)
+    unreachable = json.dumps({"to": f"http://127.0.0.1:{free_port()}", "leave": "copy"})
+    answer = invoke("transfer_item.json", body=unreachable)
+    assert answer["statusCode"] == 502 and body(answer)["error"]["code"] == "TransferRefused"
+    item = body(invoke("get_item.json"))
+    assert item["state"] == "Original" and item["transferable"] is True
+    bad = invoke("transfer_item.json", body=json.dumps({"to": "ftp://x", "leave": "copy"}))
+    assert bad["statusCode"] == 400
+    assert body(invoke("get_item.json"))["state"] == "Original"
