@@ -338,7 +338,7 @@ def create_app(runtime_provider: Callable[[], ResolverRuntime]) -> APIGatewayHtt
             },
         )
 
-    @app.get("/.+")
+    @app.route("/.+", method=["GET", "HEAD"])  # curl -I, link checkers: HEAD too
     def persistent_url() -> Response[str]:
         runtime = runtime_provider()
         event = app.current_event

@@ -263,3 +263,16 @@ def test_registration_needs_a_key_of_the_right_shape(resolver: str) -> None:
         ResolverClient(resolver, sign=False, retries=0).register("8JMKD3MGP8W/3FSUP4L", "12345")
     assert caught.value.status == 400
     assert ResolverClient(resolver, sign=False).archives() == []
+
+
+def test_head_requests_resolve_too(resolver: str) -> None:
+    a = FakeArchive("8JMKD3MGP8W/3FSUP4L", {ITEM: holding(ITEM, "http://a.example/doc.pdf")})
+    with serving(a):
+        include(resolver, a)
+        request = urllib.request.Request(f"{resolver}/{ITEM}", method="HEAD")
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            opener.open(request, timeout=30)
+            raise AssertionError("expected a redirect")
+        except urllib.error.HTTPError as error:
+            assert error.code == 302 and error.headers["Location"] == "http://a.example/doc.pdf"
