@@ -231,6 +231,10 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         body["dc"] = dc
     if args.copy_of:
         body["ibi"] = args.copy_of
+        if files:  # the depositor vouches that its first file is the original's
+            import hashlib
+
+            body["original_sha256"] = hashlib.sha256(files[0][1]).hexdigest()
         item = client.copy(body)
     else:
         if args.subsystem:
@@ -286,7 +290,14 @@ def _key(args: argparse.Namespace) -> str:
 
         parameter = boto3.client("ssm").get_parameter(Name=args.key_ssm, WithDecryption=True)
         return str(parameter["Parameter"]["Value"]).strip()
-    raise CommandError("give the registration key with --key-file FILE or --key-ssm NAME")
+    if args.key_secret:
+        import boto3
+
+        secret = boto3.client("secretsmanager").get_secret_value(SecretId=args.key_secret)
+        return str(secret["SecretString"]).strip()
+    raise CommandError(
+        "give the registration key with --key-file FILE, --key-ssm NAME or --key-secret ID"
+    )
 
 
 def cmd_archive_switch(args: argparse.Namespace) -> int:
@@ -462,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
         switch.add_argument("--resolver", required=True, metavar="URL")
         switch.add_argument("--key-file", metavar="FILE", help="the registration key")
         switch.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
+        switch.add_argument("--key-secret", metavar="ID", help="…or a Secrets Manager secret")
         switch.add_argument("--admin-email", default="admin@localhost")
         switch.add_argument("--resolver-service-ibi", default="J8LNKB5R7W/3FUQHC5")
         switch.set_defaults(run=cmd_archive_switch)
@@ -473,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     register.add_argument("--archive", required=True, metavar="IBI", help="its service IBI")
     register.add_argument("--key-file", metavar="FILE", help="the registration key")
     register.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
+    register.add_argument("--key-secret", metavar="ID", help="…or a Secrets Manager secret")
     register.set_defaults(run=cmd_resolver_register)
     listing = resolver_commands.add_parser("archives", help="list registered Archives")
     api_options(listing)

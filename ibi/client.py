@@ -141,6 +141,7 @@ class ApiClient:
 class MintingClient(ApiClient):
     # 409: a request with the same Idempotency-Key is still being served: retry it.
     retry_statuses = frozenset({409, 429, 502, 503, 504})
+
     def mint(
         self, *, subsystem: str | None = None, count: int = 1, idempotency_key: str | None = None
     ) -> dict[str, Any]:

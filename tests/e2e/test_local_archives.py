@@ -108,6 +108,8 @@ def test_copy_in_the_second_archive_and_tombstone(local: LocalRun, tmp_path: Pat
     assert copied.returncode == 0, copied.stderr
     copy = json.loads(copied.stdout)
     assert copy["state"] == "Copy" and copy["ibi"] == {"ibip": ibip}
+    assert copy["original_sha256"] == made["files"][0]["sha256"]  # the original's checksum, kept
+    assert cli("archive", "verify", ibip, "--endpoint", copies).returncode == 0
 
     twice = cli("deposit", str(data), "--copy-of", ibip, "--endpoint", copies)
     assert twice.returncode == 1 and "one item per IBI" in twice.stderr
