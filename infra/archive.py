@@ -61,6 +61,7 @@ DEPOSIT_ROUTES = (
     (POST, "/api/item/uploads"),
     (POST, "/api/item/files"),
     (POST, "/api/verify"),
+    (POST, "/api/item/transfer"),
 )
 # Any other GET under /api/ would fall to the public catch-all: this more specific route
 # keeps the whole /api/ namespace behind IAM, even for a route added to the Lambda only.

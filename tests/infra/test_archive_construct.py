@@ -84,9 +84,9 @@ def test_construct_owns_one_table_two_buckets_one_function_one_api(template: Tem
     template.resource_count_is("AWS::S3::Bucket", 2)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::ApiGatewayV2::Api", 1)
-    template.resource_count_is("AWS::ApiGatewayV2::Route", 13)  # public, 11 deposit, guard
+    template.resource_count_is("AWS::ApiGatewayV2::Route", 14)  # public, 12 deposit, guard
     # API Gateway may invoke the function once per route, from that route only
-    template.resource_count_is("AWS::Lambda::Permission", 13)
+    template.resource_count_is("AWS::Lambda::Permission", 14)
 
 
 def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Template) -> None:
@@ -104,6 +104,7 @@ def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Templa
         "/*/POST/api/item/uploads",
         "/*/POST/api/item/files",
         "/*/POST/api/verify",
+        "/*/POST/api/item/transfer",
         "/*/GET/api/*",
     }
 

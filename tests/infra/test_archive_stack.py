@@ -39,6 +39,7 @@ DEPOSIT_ROUTE_KEYS = {
     "POST /api/item/uploads",
     "POST /api/item/files",
     "POST /api/verify",
+    "POST /api/item/transfer",
 }
 PUBLIC_ROUTE_KEY = "GET /{proxy+}"
 GUARD_ROUTE_KEY = "GET /api/{proxy+}"
