@@ -39,6 +39,8 @@ from functions.archive.service import (
 )
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import ArchiveStoreError, DynamoItemStore
+from functions.archive.transfer import TransferFailed, check_item
+from functions.archive.transfer import transfer as transfer_item
 from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, encode_value, format_pair_list, parse_query
@@ -51,7 +53,6 @@ tracer = Tracer(service="archive")
 metrics = Metrics(namespace="ibi", service="archive")
 
 TEXT = "text/plain; charset=us-ascii"
-TRANSFER_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -378,65 +379,26 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
             raise BadRequest(
                 'send {"to": "<receiving Archive API URL>", "leave": "copy"|"tombstone"}'
             )
-        label = item_label()
-        item = current.service.get(label)
-        files = current.files
-        too_big = [f.path for f in item.files if f.size > TRANSFER_MAX_BYTES]
-        if too_big or (item.files and files is None):
-            raise BadRequest(f"files too large to transfer through the API: {too_big}")
         try:
             receiver = ArchiveClient(data["to"], timeout=20)
         except ApiError as error:
             raise BadRequest(f'"to": {error.message}') from None
-        before, after = current.service.release_original(
-            label, leave=str(data.get("leave", "copy"))
-        )
-        created = {
-            "ibi": before.ibi.to_mapping(),
-            "content_type": before.content_type.value,
-            "transferable": True,
-            "listable": before.listable,
-            "dc": {k: list(v) for k, v in before.dc.items()},
-        }
-        if before.language:
-            created["language"] = before.language
-        if before.external_url:
-            created["url"] = before.external_url
+        label = item_label()
         try:
-            received = receiver.create(created)
-        except ApiError as error:
-            current.service.restore_original(before)
-            logger.warning("transfer refused", extra={"ibi": before.key, "reason": error.message})
-            return _json(502, {"error": {"code": "TransferRefused", "message": error.message}})
-        try:
-            if before.files:
-                contents = [
-                    (
-                        f.path,
-                        files.read(before.key, f.path, max_bytes=TRANSFER_MAX_BYTES),
-                        f.content_type,
-                    )
-                    for f in before.files
-                ]
-                received = receiver.upload_files(
-                    before.key, contents, default_file=before.default_file
-                )
-            for link in _links_of(before):
-                received = receiver.call("POST", "/api/item/links", link, ibi=before.key)
-        except ApiError as error:  # the receiver holds the original; its files are incomplete
-            logger.error("transfer incomplete", extra={"ibi": before.key, "reason": error.message})
-            return _json(
-                502,
-                {
-                    "error": {
-                        "code": "TransferIncomplete",
-                        "message": "the receiving Archive holds the original but: "
-                        f"{error.message}; retry the upload there",
-                    }
-                },
+            moved = transfer_item(
+                current.service,
+                current.files,
+                receiver,
+                label,
+                leave=str(data.get("leave", "copy")),
+                errors=(ApiError,),
             )
-        logger.info("transferred", extra={"ibi": before.key, "to": data["to"]})
-        return _json(200, {"here": after.summary(), "there": received})
+        except TransferFailed as failure:
+            code = "TransferRefused" if failure.refused else "TransferIncomplete"
+            logger.warning("transfer failed", extra={"ibi": label, "code": code})
+            return _json(502, {"error": {"code": code, "message": str(failure)}})
+        logger.info("transferred", extra={"ibi": moved.here.key, "to": data["to"]})
+        return _json(200, {"here": moved.here.summary(), "there": moved.there})
 
     # -- the protocol, at the Archive service's own IBI (matched last) ------------------------
 
@@ -571,44 +533,6 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         return _json(500, {"error": {"code": "InternalError", "message": "the Archive failed"}})
 
     return app
-
-
-def _links_of(item: Item) -> list[dict[str, Any]]:
-    """The item's links, as the deposit API takes them (one per call)."""
-    links: list[dict[str, Any]] = []
-    if item.next_edition:
-        links.append({"next_edition": item.next_edition.to_mapping()})
-    for translation in item.translations:
-        target = (
-            {"ibi": translation.ibi.to_mapping()} if translation.ibi else {"url": translation.url}
-        )
-        links.append({"translation": {"language": translation.language, **target}})
-    if item.metadata:
-        links.append({"metadata": {"ibi": item.metadata.to_mapping()}})
-    if item.metadata_oai_dc:
-        links.append({"metadata": {"ibi": item.metadata_oai_dc.to_mapping(), "format": "oai_dc"}})
-    return links
-
-
-def check_item(item: Item, files: Any) -> dict[str, Any]:
-    """One item's integrity: every file's SHA-256, and a copy's main file against its original."""
-    problems: list[dict[str, str]] = []
-    for stored in item.files:
-        try:
-            found = files.sha256_of(item.key, stored.path)
-        except FileMissing:
-            problems.append({"ibi": item.key, "path": stored.path, "problem": "missing"})
-            continue
-        if found != stored.sha256:
-            problems.append(
-                {"ibi": item.key, "path": stored.path, "problem": "sha256", "found": found}
-            )
-    main = item.main_file
-    if item.original_sha256 and main is not None and main.sha256 != item.original_sha256:
-        problems.append(
-            {"ibi": item.key, "path": main.path, "problem": "differs from the original"}
-        )
-    return {"ibi": item.ibi.to_mapping(), "files": len(item.files), "problems": problems}
 
 
 def mint_through(endpoint: str, subsystem: str | None) -> Callable[[str | None, str | None], Forms]:
