@@ -18,9 +18,11 @@ from constructs import Construct
 from infra.archive import Archive, grant_mint
 from infra.config import ArchiveConfig, MintingConfig, archive_config, minting_config
 from infra.minting import MintingService
+from infra.resolver import Resolver
 
 MINTING_STACK_ID = "IbiMinting"
 ARCHIVE_STACK_ID = "IbiArchive"
+RESOLVER_STACK_ID = "IbiResolver"
 
 
 def _minting_service(scope: Construct, config: MintingConfig) -> MintingService:
@@ -124,6 +126,42 @@ class ArchiveStack(Stack):
         )
 
 
+class ResolverStack(Stack):
+    """The resolver and the outputs its users and administrators need."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        domain_name: str | None = None,
+        certificate_arn: str | None = None,
+        service_ibi: str = "J8LNKB5R7W/3FUQHC5",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.resolver = Resolver(
+            self,
+            "Resolver",
+            service_ibi=service_ibi,
+            domain_name=domain_name,
+            certificate_arn=certificate_arn,
+        )
+        _outputs(
+            self,
+            {
+                "ResolverUrl": (self.resolver.url, "Base of persistent URLs: <ResolverUrl><ibi>"),
+                "AdminUrl": (
+                    f"{self.resolver.stage.url}admin/archives",
+                    "Register Archives here (IAM/SigV4): ibi resolver register",
+                ),
+                "RegistryTableName": (self.resolver.registry_table.table_name, "The registry"),
+                "PepperSecretArn": (self.resolver.pepper.secret_arn, "HMAC key of the keys"),
+                "ResolverFunctionName": (self.resolver.function.function_name, "The Lambda"),
+            },
+        )
+
+
 def build_app(app: App) -> App:
     """Add every service's stack to ``app``, and the cdk-nag AwsSolutions checks."""
     MintingStack(
@@ -141,6 +179,15 @@ def build_app(app: App) -> App:
             "IBI Archive with its own minting service (never deploy it beside IbiMinting for "
             "the same subsystems): HTTP APIs, Lambdas, DynamoDB, S3"
         ),
+    )
+    resolver = app.node.try_get_context("ibi:resolver") or {}
+    ResolverStack(
+        app,
+        RESOLVER_STACK_ID,
+        domain_name=resolver.get("domain_name"),
+        certificate_arn=resolver.get("certificate_arn"),
+        service_ibi=resolver.get("service_ibi", "J8LNKB5R7W/3FUQHC5"),
+        description="IBI resolver: HTTP API (public persistent URLs, IAM admin), Lambda, DynamoDB",
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app

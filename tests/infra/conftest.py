@@ -9,7 +9,15 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.config import cdk_json_context
-from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, ArchiveStack, MintingStack, build_app
+from infra.stacks import (
+    ARCHIVE_STACK_ID,
+    MINTING_STACK_ID,
+    RESOLVER_STACK_ID,
+    ArchiveStack,
+    MintingStack,
+    ResolverStack,
+    build_app,
+)
 from tests.infra.support import SKIP_BUNDLING, Synthesized
 
 
@@ -40,4 +48,13 @@ def archive_synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[Archiv
     app, outdir = synthesized_app
     stack = app.node.find_child(ARCHIVE_STACK_ID)
     assert isinstance(stack, ArchiveStack)
+    return Synthesized(app, stack, Template.from_stack(stack), outdir)
+
+
+@pytest.fixture(scope="session")
+def resolver_synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[ResolverStack]:
+    """The resolver stack of the app."""
+    app, outdir = synthesized_app
+    stack = app.node.find_child(RESOLVER_STACK_ID)
+    assert isinstance(stack, ResolverStack)
     return Synthesized(app, stack, Template.from_stack(stack), outdir)

@@ -18,7 +18,8 @@ from infra import archive
 from infra.archive import Archive
 from infra.config import cdk_json_context
 from infra.minting import MintingService
-from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, build_app
+from infra.resolver import Resolver
+from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, RESOLVER_STACK_ID, build_app
 from tests.infra.support import SKIP_BUNDLING, Synthesized
 
 pytestmark = pytest.mark.infra
@@ -28,19 +29,25 @@ ACKNOWLEDGED = Validations.ACKNOWLEDGED_RULES_METADATA_KEY
 ANNOTATION_PREFIX = "Annotation::"
 # W3005: CDK writes DependsOn entries that a Ref or GetAtt already implies.
 CFN_LINT_IGNORED = ["W3005"]
-STACK_IDS = [MINTING_STACK_ID, ARCHIVE_STACK_ID]
+STACK_IDS = [MINTING_STACK_ID, ARCHIVE_STACK_ID, RESOLVER_STACK_ID]
 # Every finding accepted on purpose, in either stack (see infra/minting.py, infra/archive.py).
 ACCEPTED_FINDINGS = [
     "AwsSolutions-APIG4",  # the Archive's public GET /{proxy+}
-    "AwsSolutions-IAM5[Resource::*]",  # X-Ray, minting and Archive functions
+    "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
+    "AwsSolutions-APIG4",
+    "AwsSolutions-APIG4",
+    "AwsSolutions-IAM5[Resource::*]",  # X-Ray: minting (twice), Archive, resolver functions
+    "AwsSolutions-IAM5[Resource::*]",
     "AwsSolutions-IAM5[Resource::*]",
     "AwsSolutions-IAM5[Resource::*]",
     "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
     "<AWS::AccountId>:<MintingApi90BDA48E>/*/POST/mint]",
-    "AwsSolutions-L1",  # Python 3.13, minting and Archive functions
+    "AwsSolutions-L1",  # Python 3.13: minting (twice), Archive, resolver functions
     "AwsSolutions-L1",
     "AwsSolutions-L1",
+    "AwsSolutions-L1",
+    "AwsSolutions-SMG4",  # the resolver's pepper: rotating it would void every key
 ]
 
 
@@ -93,6 +100,7 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(MintingService, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(Archive, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role: None)
+    monkeypatch.setattr(Resolver, "_acknowledge_findings", lambda self: None)
     app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING}))
     report = AwsSolutionsChecks().validate_scope(app)
     findings = [
@@ -102,7 +110,10 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch) -> None
     ]
     assert sorted(rule for rule, _ in findings) == ACCEPTED_FINDINGS
     assert {path for rule, path in findings if rule == "AwsSolutions-APIG4"} == {
-        "IbiArchive/Archive/Api/GET--{proxy+}/Resource"
+        "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
+        "IbiResolver/Resolver/Api/GET--/Resource",
+        "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
+        "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
     }
 
 

@@ -1,0 +1,235 @@
+"""The resolver: its registry table, its pepper secret, its Lambda and its HTTP API."""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
+from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
+from constructs import Construct
+
+from infra.bundling import ARCHITECTURE, RUNTIME, function_code
+from infra.minting import ACCESS_LOG_FORMAT, AccessLogSettings
+
+GET = apigwv2.HttpMethod.GET
+HEAD = apigwv2.HttpMethod.HEAD
+POST = apigwv2.HttpMethod.POST
+
+# Each action the resolver Lambda performs, and nothing else (registry.py).
+REGISTRY_ACTIONS = (
+    "dynamodb:GetItem",  # an Archive's record, a throttle record
+    "dynamodb:UpdateItem",  # register, switch on/off, note an answer, count a failure
+    "dynamodb:Scan",  # the included Archives (a small table: one item per Archive)
+)
+HANDLER = "functions.resolver.handler.lambda_handler"
+DEFAULT_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"
+ARCHIVE_TIMEOUT_SECONDS = 3
+DEADLINE_SECONDS = 10  # the fan-out's budget; API Gateway gives up at 30 s
+TIMEOUT = Duration.seconds(DEADLINE_SECONDS + 5)
+MEMORY_MB = 1024  # network-bound; more memory is more CPU for 64 concurrent requests
+
+# Public: persistent URLs, the service protocol, the pages. IAM: the administration.
+PUBLIC_ROUTES = ((GET, "/"), (GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
+ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"), (GET, "/admin/{proxy+}"))
+
+
+class Resolver(Construct):
+    """The IBI resolver: one Lambda behind an HTTP API, its registry, its pepper.
+
+    * the registry table: one item per registered Archive (its key only as an HMAC), and the
+      throttle records of failed attempts (expiring through the table's TTL);
+    * the pepper: a generated Secrets Manager secret, the HMAC key of registration keys;
+    * the API: persistent URLs, the inclusion/exclusion protocol and the pages for anyone,
+      ``/admin/`` (registering Archives) for IAM (SigV4-signed) callers only;
+    * an optional custom domain (``domain_name`` + ``certificate_arn``) for persistent URLs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        service_ibi: str = DEFAULT_SERVICE_IBI,
+        name: str = "IBI resolver",
+        domain_name: str | None = None,
+        certificate_arn: str | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_level: str = "INFO",
+        code: lambda_.Code | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.registry_table = dynamodb.Table(
+            self,
+            "RegistryTable",
+            partition_key=dynamodb.Attribute(name="service", type=dynamodb.AttributeType.STRING),
+            time_to_live_attribute="expires_at",
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.pepper = secretsmanager.Secret(
+            self,
+            "Pepper",
+            description="HMAC key under which the resolver keeps registration keys",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+            # Without it every registered key stops matching: keep it with the registry.
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.role = iam.Role(
+            self,
+            "FunctionRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="The resolver Lambda: its log group, registry table, pepper, X-Ray",
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description="The IBI resolver: persistent URLs, Archive registration, pages",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=code or function_code("resolver", requirements_of="minting"),
+            role=self.role,
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            memory_size=MEMORY_MB,
+            timeout=TIMEOUT,
+            environment={
+                "IBI_RESOLVER_TABLE": self.registry_table.table_name,
+                "IBI_RESOLVER_SERVICE_IBI": service_ibi,
+                "IBI_PEPPER_SECRET_ARN": self.pepper.secret_arn,
+                "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
+                "IBI_RESOLUTION_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
+                "IBI_RESOLVER_NAME": name,
+                "POWERTOOLS_SERVICE_NAME": "resolver",
+                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
+                "LOG_LEVEL": log_level,
+            },
+        )
+        self.registry_table.grant(self.function, *REGISTRY_ACTIONS)
+        self.pepper.grant_read(self.role)
+        self.log_group.grant_write(self.role)
+
+        self.api = apigwv2.HttpApi(
+            self,
+            "Api",
+            api_name=f"{Stack.of(self).stack_name}-resolver",
+            description="IBI resolver: persistent URLs and pages (public), administration (IAM)",
+            create_default_stage=False,
+        )
+        self.access_logs = logs.LogGroup(
+            self, "ApiAccessLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.stage = apigwv2.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.api,
+            auto_deploy=True,
+            access_log_settings=AccessLogSettings(
+                destination=apigwv2.LogGroupLogDestination(self.access_logs),
+                format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+            ),
+        )
+        integration = HttpLambdaIntegration("ResolverIntegration", self.function)
+        self.public_routes: list[apigwv2.HttpRoute] = []
+        for method, path in PUBLIC_ROUTES:
+            self.public_routes += self.api.add_routes(
+                path=path,
+                methods=[method],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer(),
+            )
+        self.admin_routes: list[apigwv2.HttpRoute] = []
+        for method, path in ADMIN_ROUTES:
+            self.admin_routes += self.api.add_routes(
+                path=path,
+                methods=[method],
+                integration=integration,
+                authorizer=HttpIamAuthorizer(),
+            )
+        self.domain: apigwv2.DomainName | None = None
+        if domain_name and certificate_arn:
+            self.domain = apigwv2.DomainName(
+                self,
+                "Domain",
+                domain_name=domain_name,
+                certificate=acm.Certificate.from_certificate_arn(
+                    self, "Certificate", certificate_arn
+                ),
+            )
+            apigwv2.ApiMapping(
+                self, "Mapping", api=self.api, domain_name=self.domain, stage=self.stage
+            )
+        self._acknowledge_findings()
+
+    @property
+    def url(self) -> str:
+        """The base of persistent URLs: the custom domain when there is one."""
+        if self.domain is not None:
+            return f"https://{self.domain.name}/"
+        url = self.stage.url
+        assert url is not None
+        return url
+
+    def grant_admin(self, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` register Archives (``execute-api:Invoke`` on ``/admin/``)."""
+        for route in self.admin_routes:
+            route.grant_invoke(grantee)
+
+    def _acknowledge_findings(self) -> None:
+        Validations.of(self.role).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason=(
+                    "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
+                    "which support no resource-level permissions: AWS documents Resource '*' "
+                    "for them. Every other statement names its table, secret or log group."
+                ),
+            )
+        )
+        Validations.of(self.function).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-L1",
+                reason=(
+                    "Python 3.13 is the runtime this project targets on purpose: the wheels in "
+                    "infra/bundling.py are built for cp313 and the code is tested on it."
+                ),
+            )
+        )
+        Validations.of(self.pepper).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason=(
+                    "The pepper cannot be rotated automatically: every registration key is kept "
+                    "only as an HMAC under it, so a new pepper means re-registering every "
+                    "Archive. Rotation is a documented manual procedure (docs/resolver.md)."
+                ),
+            )
+        )
+        for route in self.public_routes:
+            Validations.of(route).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG4",
+                    reason=(
+                        "Persistent URLs, the inclusion/exclusion protocol (authenticated by the "
+                        "registration key it carries) and the pages are public by design: any "
+                        "browser and any Archive must reach them unsigned. The administration "
+                        "is under /admin/ and IAM-authorized."
+                    ),
+                )
+            )
