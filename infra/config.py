@@ -252,3 +252,39 @@ def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
     if not isinstance(context, dict):
         raise ConfigError(f"{path}: 'context' must be an object")
     return context
+
+
+STACKS_CONTEXT_KEY = "ibi:stacks"
+STACK_CHOICES = ("minting", "archive", "resolver")
+DEFAULT_STACKS = ("archive", "resolver")
+
+
+def stacks_config(scope: Construct) -> tuple[str, ...]:
+    """Which stacks the app holds (context ``ibi:stacks``; default: an Archive and a resolver).
+
+    ``minting`` (a minting service alone) and ``archive`` (an Archive with its own minting
+    service) never go together: both would mint for the same subsystems from two states, and
+    could issue the same IBI twice.
+    """
+    raw = scope.node.try_get_context(STACKS_CONTEXT_KEY)
+    if raw is None:
+        return DEFAULT_STACKS
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = [part.strip() for part in raw.split(",") if part.strip()]
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw):
+        raise ConfigError(f"{STACKS_CONTEXT_KEY}: a non-empty list of {list(STACK_CHOICES)}")
+    unknown = sorted(set(raw) - set(STACK_CHOICES))
+    if unknown:
+        raise ConfigError(
+            f"{STACKS_CONTEXT_KEY}: unknown stack(s) {unknown}; choose from {list(STACK_CHOICES)}"
+        )
+    if {"minting", "archive"} <= set(raw):
+        raise ConfigError(
+            f"{STACKS_CONTEXT_KEY}: 'minting' and 'archive' cannot be deployed together: the "
+            "Archive stack has its own minting service, and two minting services for the same "
+            "subsystems could issue the same IBI twice"
+        )
+    return tuple(dict.fromkeys(raw))

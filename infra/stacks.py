@@ -1,10 +1,9 @@
 """The stacks, and the one place that wires them into an app with its checks.
 
-One stack per deployment, made of the services' constructs: ``IbiMinting`` is a minting
-service alone; ``IbiArchive`` is an Archive with a minting service of its own. Each stack keeps
-its own minting state, so deploy one or the other for a given set of subsystems, never both:
-two minting services for one subsystem would issue the same labels. The resolver adds a stack
-here and a line in ``build_app``.
+Stacks made of the services' constructs: ``IbiArchive`` (an Archive with a minting service of
+its own) and ``IbiResolver`` by default; ``IbiMinting`` (a minting service alone) on request
+(context ``ibi:stacks``). ``IbiMinting`` and ``IbiArchive`` are never in one app: each keeps
+its own minting state, and two minting services for one subsystem would issue the same labels.
 """
 
 from __future__ import annotations
@@ -16,7 +15,13 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from infra.archive import Archive, grant_mint
-from infra.config import ArchiveConfig, MintingConfig, archive_config, minting_config
+from infra.config import (
+    ArchiveConfig,
+    MintingConfig,
+    archive_config,
+    minting_config,
+    stacks_config,
+)
 from infra.minting import MintingService
 from infra.resolver import Resolver
 
@@ -163,31 +168,32 @@ class ResolverStack(Stack):
 
 
 def build_app(app: App) -> App:
-    """Add every service's stack to ``app``, and the cdk-nag AwsSolutions checks."""
-    MintingStack(
-        app,
-        MINTING_STACK_ID,
-        config=minting_config(app),
-        description="IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
-    )
-    ArchiveStack(
-        app,
-        ARCHIVE_STACK_ID,
-        config=archive_config(app),
-        minting=minting_config(app),
-        description=(
-            "IBI Archive with its own minting service (never deploy it beside IbiMinting for "
-            "the same subsystems): HTTP APIs, Lambdas, DynamoDB, S3"
-        ),
-    )
-    resolver = app.node.try_get_context("ibi:resolver") or {}
-    ResolverStack(
-        app,
-        RESOLVER_STACK_ID,
-        domain_name=resolver.get("domain_name"),
-        certificate_arn=resolver.get("certificate_arn"),
-        service_ibi=resolver.get("service_ibi", "J8LNKB5R7W/3FUQHC5"),
-        description="IBI resolver: HTTP API (public persistent URLs, IAM admin), Lambda, DynamoDB",
-    )
+    """Add the chosen stacks to ``app`` (context ``ibi:stacks``), and the cdk-nag checks."""
+    chosen = stacks_config(app)
+    if "minting" in chosen:
+        MintingStack(
+            app,
+            MINTING_STACK_ID,
+            config=minting_config(app),
+            description="IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
+        )
+    if "archive" in chosen:
+        ArchiveStack(
+            app,
+            ARCHIVE_STACK_ID,
+            config=archive_config(app),
+            minting=minting_config(app),
+            description="IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
+        )
+    if "resolver" in chosen:
+        resolver = app.node.try_get_context("ibi:resolver") or {}
+        ResolverStack(
+            app,
+            RESOLVER_STACK_ID,
+            domain_name=resolver.get("domain_name"),
+            certificate_arn=resolver.get("certificate_arn"),
+            service_ibi=resolver.get("service_ibi", "J8LNKB5R7W/3FUQHC5"),
+            description="IBI resolver: HTTP API (public URLs, IAM admin), Lambda, DynamoDB",
+        )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app

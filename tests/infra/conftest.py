@@ -23,7 +23,8 @@ from tests.infra.support import SKIP_BUNDLING, Synthesized
 
 @pytest.fixture(scope="session")
 def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
-    """The app as ``cdk synth`` builds it (cdk.json context, cdk-nag on), bundling skipped.
+    """The default app as ``cdk synth`` builds it (cdk.json context, cdk-nag on), bundling
+    skipped: the Archive (with its minting) and the resolver.
 
     ``app.synth()`` raises if cdk-nag reports a finding that is not acknowledged.
     """
@@ -34,9 +35,19 @@ def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path
 
 
 @pytest.fixture(scope="session")
-def synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[MintingStack]:
-    """The minting stack of the app."""
-    app, outdir = synthesized_app
+def minting_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
+    """The app of a minting-only deployment (``ibi:stacks`` = ["minting"])."""
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    context = {**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": ["minting"]}
+    app = build_app(App(outdir=str(outdir), context=context))
+    app.synth()
+    return app, outdir
+
+
+@pytest.fixture(scope="session")
+def synthesized(minting_app: tuple[App, Path]) -> Synthesized[MintingStack]:
+    """The minting stack of a minting-only app."""
+    app, outdir = minting_app
     stack = app.node.find_child(MINTING_STACK_ID)
     assert isinstance(stack, MintingStack)
     return Synthesized(app, stack, Template.from_stack(stack), outdir)

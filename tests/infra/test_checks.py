@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 from aws_cdk import App, RemovalPolicy, Stack, Validations
@@ -16,11 +16,11 @@ from cfnlint.api import ManualArgs, lint
 
 from infra import archive
 from infra.archive import Archive
-from infra.config import cdk_json_context
+from infra.config import ConfigError, cdk_json_context
 from infra.minting import MintingService
 from infra.resolver import Resolver
 from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, RESOLVER_STACK_ID, build_app
-from tests.infra.support import SKIP_BUNDLING, Synthesized
+from tests.infra.support import SKIP_BUNDLING
 
 pytestmark = pytest.mark.infra
 
@@ -29,26 +29,42 @@ ACKNOWLEDGED = Validations.ACKNOWLEDGED_RULES_METADATA_KEY
 ANNOTATION_PREFIX = "Annotation::"
 # W3005: CDK writes DependsOn entries that a Ref or GetAtt already implies.
 CFN_LINT_IGNORED = ["W3005"]
-STACK_IDS = [MINTING_STACK_ID, ARCHIVE_STACK_ID, RESOLVER_STACK_ID]
-# Every finding accepted on purpose, in either stack (see infra/minting.py, infra/archive.py).
-ACCEPTED_FINDINGS = [
-    "AwsSolutions-APIG4",  # the Archive's public GET /{proxy+}
-    "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
-    "AwsSolutions-APIG4",
-    "AwsSolutions-APIG4",
-    "AwsSolutions-IAM5[Resource::*]",  # X-Ray: minting (twice), Archive, resolver functions
-    "AwsSolutions-IAM5[Resource::*]",
-    "AwsSolutions-IAM5[Resource::*]",
-    "AwsSolutions-IAM5[Resource::*]",
-    "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
-    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
-    "<AWS::AccountId>:<MintingApi90BDA48E>/*/POST/mint]",
-    "AwsSolutions-L1",  # Python 3.13: minting (twice), Archive, resolver functions
-    "AwsSolutions-L1",
-    "AwsSolutions-L1",
-    "AwsSolutions-L1",
-    "AwsSolutions-SMG4",  # the resolver's pepper: rotating it would void every key
-]
+# The two apps a platform team can synthesize: the default (an Archive with its minting, and a
+# resolver) and a minting-only deployment.
+STACK_IDS = {
+    "default": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID],
+    "minting-only": [MINTING_STACK_ID],
+}
+ACCEPTED_FINDINGS = {
+    "default": [
+        "AwsSolutions-APIG4",  # the Archive's public GET /{proxy+}
+        "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
+        "AwsSolutions-APIG4",
+        "AwsSolutions-APIG4",
+        "AwsSolutions-IAM5[Resource::*]",  # X-Ray: the minting, Archive, resolver functions
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
+        "<AWS::AccountId>:<MintingApi90BDA48E>/*/POST/mint]",
+        "AwsSolutions-L1",  # Python 3.13: the minting, Archive, resolver functions
+        "AwsSolutions-L1",
+        "AwsSolutions-L1",
+        "AwsSolutions-SMG4",  # the resolver's pepper: rotating it would void every key
+    ],
+    "minting-only": ["AwsSolutions-IAM5[Resource::*]", "AwsSolutions-L1"],
+}
+CONTEXTS = {"default": {}, "minting-only": {"ibi:stacks": ["minting"]}}
+
+
+@pytest.fixture(scope="session", params=sorted(STACK_IDS))
+def deployment(
+    request: pytest.FixtureRequest,
+    synthesized_app: tuple[App, Path],
+    minting_app: tuple[App, Path],
+) -> tuple[str, App, Path]:
+    app, outdir = synthesized_app if request.param == "default" else minting_app
+    return request.param, app, outdir
 
 
 def _acknowledgments(app: App) -> Iterator[tuple[str, str, str]]:
@@ -60,8 +76,9 @@ def _acknowledgments(app: App) -> Iterator[tuple[str, str, str]]:
                     yield construct.node.path, rule.removeprefix(ANNOTATION_PREFIX), reason
 
 
-def test_cdk_nag_reports_nothing_unacknowledged(synthesized: Synthesized[Any]) -> None:
-    report = AwsSolutionsChecks().validate_scope(synthesized.app)
+def test_cdk_nag_reports_nothing_unacknowledged(deployment: tuple[str, App, Path]) -> None:
+    _, app, outdir = deployment
+    report = AwsSolutionsChecks().validate_scope(app)
     findings = [
         (violation.rule_name, [r.construct_path for r in violation.violating_resources])
         for violation in report.violations
@@ -69,7 +86,7 @@ def test_cdk_nag_reports_nothing_unacknowledged(synthesized: Synthesized[Any]) -
     assert findings == []
     assert report.success
     # The synth itself ran the plugin (build_app registers it) and wrote its report.
-    assert synthesized.validation_report()["pluginReports"] == []
+    assert json.loads((outdir / "validation-report.json").read_text())["pluginReports"] == []
 
 
 def test_cdk_nag_fails_the_synth_on_a_finding() -> None:
@@ -88,44 +105,65 @@ def test_cdk_nag_fails_the_synth_on_a_finding() -> None:
     assert "AwsSolutions-DDB3" in str(failure.value)  # no point-in-time recovery
 
 
-def test_every_acknowledgment_carries_a_reason(synthesized: Synthesized[Any]) -> None:
-    acknowledgments = list(_acknowledgments(synthesized.app))
-    assert sorted(rule for _, rule, _ in acknowledgments) == ACCEPTED_FINDINGS
+def test_every_acknowledgment_carries_a_reason(deployment: tuple[str, App, Path]) -> None:
+    name, app, _ = deployment
+    acknowledgments = list(_acknowledgments(app))
+    assert sorted(rule for _, rule, _ in acknowledgments) == ACCEPTED_FINDINGS[name]
     for path, rule, reason in acknowledgments:
         assert len(reason.split()) >= 10, f"{path}: {rule} needs a real reason, not {reason!r}"
 
 
-def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", sorted(CONTEXTS))
+def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Without its acknowledgments the app shows exactly the findings they accept."""
     monkeypatch.setattr(MintingService, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(Archive, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role: None)
     monkeypatch.setattr(Resolver, "_acknowledge_findings", lambda self: None)
-    app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING}))
+    app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING, **CONTEXTS[name]}))
     report = AwsSolutionsChecks().validate_scope(app)
     findings = [
         (violation.rule_name, resource.construct_path)
         for violation in report.violations
         for resource in violation.violating_resources
     ]
-    assert sorted(rule for rule, _ in findings) == ACCEPTED_FINDINGS
-    assert {path for rule, path in findings if rule == "AwsSolutions-APIG4"} == {
-        "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
-        "IbiResolver/Resolver/Api/GET--/Resource",
-        "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
-        "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
-    }
+    assert sorted(rule for rule, _ in findings) == ACCEPTED_FINDINGS[name]
+    public = {path for rule, path in findings if rule == "AwsSolutions-APIG4"}
+    assert public == (
+        {
+            "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
+            "IbiResolver/Resolver/Api/GET--/Resource",
+            "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
+            "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
+        }
+        if name == "default"
+        else set()
+    )
 
 
-def test_cfn_lint_covers_every_stack(synthesized: Synthesized[Any]) -> None:
-    stacks = [child.node.id for child in synthesized.app.node.children if isinstance(child, Stack)]
-    assert sorted(stacks) == sorted(STACK_IDS)
+def test_cfn_lint_covers_every_stack(deployment: tuple[str, App, Path]) -> None:
+    name, app, _ = deployment
+    stacks = [child.node.id for child in app.node.children if isinstance(child, Stack)]
+    assert sorted(stacks) == sorted(STACK_IDS[name])
 
 
-@pytest.mark.parametrize("stack_id", STACK_IDS)
-def test_cfn_lint_passes(synthesized: Synthesized[Any], stack_id: str) -> None:
-    stack = synthesized.app.node.find_child(stack_id)
-    assert isinstance(stack, Stack)
+def test_cfn_lint_passes(deployment: tuple[str, App, Path]) -> None:
+    name, app, _ = deployment
+    for stack_id in STACK_IDS[name]:
+        stack = app.node.find_child(stack_id)
+        assert isinstance(stack, Stack)
+        _lint(stack)
+
+
+def test_minting_and_archive_never_go_together() -> None:
+    context = {**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": ["minting", "archive"]}
+    with pytest.raises(ConfigError, match="the same IBI twice"):
+        build_app(App(context=context))
+    with pytest.raises(ConfigError, match="unknown stack"):
+        build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": ["mint"]}))
+
+
+def _lint(stack: Stack) -> None:
     template = json.dumps(Template.from_stack(stack).to_json())
     matches = lint(
         template,
