@@ -253,6 +253,16 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_archive_service(args: argparse.Namespace) -> int:
+    service = _archive(args).service()
+    if args.json:
+        _print_json(service)
+    else:
+        forms = service["archiveserviceibi"]
+        sys.stdout.write((forms.get("ibip") or forms["rep"]) + "\n")
+    return EXIT_OK
+
+
 def cmd_archive_item(args: argparse.Namespace) -> int:
     _print_json(_archive(args).item(args.ibi))
     return EXIT_OK
@@ -444,6 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     archive = commands.add_parser("archive", help="an Archive: items, integrity")
     archive_commands = archive.add_subparsers(dest="archive_command", required=True)
+    service = archive_commands.add_parser(
+        "service", help="the Archive's service IBI (--json: address, base URL, platform)"
+    )
+    api_options(service)
+    service.set_defaults(run=cmd_archive_service)
     item = archive_commands.add_parser("item", help="show an item (JSON)")
     api_options(item)
     item.add_argument("ibi", metavar="IBI")

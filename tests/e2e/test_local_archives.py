@@ -196,3 +196,12 @@ def test_a_refused_transfer_leaves_the_original_where_it_was(
     assert moved.returncode == 1 and "one item per IBI" in moved.stderr
     shown = json.loads(cli("archive", "item", ibip, "--endpoint", sender).stdout)
     assert shown["state"] == "Original" and shown["transferable"] is True
+
+
+def test_archive_service_names_its_ibi(local: LocalRun) -> None:
+    done = cli("archive", "service", "--endpoint", local.archives[0])
+    assert done.returncode == 0
+    label = done.stdout.strip()
+    as_json = json.loads(cli("archive", "service", "--endpoint", local.archives[0], "--json").stdout)
+    assert as_json["archiveserviceibi"]["ibip"] == label
+    assert as_json["protocol_url"].endswith("/" + label)
