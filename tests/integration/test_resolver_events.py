@@ -71,3 +71,25 @@ def test_every_resolver_event(invoke: Callable[[str], dict[str, Any]]) -> None:
     assert invoke("exclusion_request.json")["body"].strip() == "status.archive excluded"
     html = invoke("landing.json")
     assert "Content-Security-Policy" in html["headers"]
+
+
+def test_registration_keys_never_reach_a_log(invoke: Callable[[str], dict[str, Any]]) -> None:
+    import io
+    import logging
+
+    from functions.resolver.handler import logger
+
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logger.registered_formatter)
+    logger.addHandler(handler)
+    logger.setLevel("DEBUG")
+    try:
+        for name in ("register_archive.json", "inclusion_request.json", "exclusion_request.json"):
+            invoke(name)
+    finally:
+        logger.setLevel("WARNING")
+        logger.removeHandler(handler)
+    logged = buffer.getvalue()
+    assert '"switch"' in logged and "archive registered" in logged  # they were logged…
+    assert "0987654321" not in logged  # …never with the key
