@@ -15,6 +15,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from infra.archive import Archive, grant_mint
+from infra.ci import CiConfig, CiMinter
 from infra.config import (
     ArchiveConfig,
     MintingConfig,
@@ -23,6 +24,7 @@ from infra.config import (
     stacks_config,
 )
 from infra.minting import MintingService
+from infra.operations import Operations, Watched
 from infra.resolver import Resolver
 
 MINTING_STACK_ID = "IbiMinting"
@@ -80,6 +82,7 @@ class ArchiveStack(Stack):
         *,
         config: ArchiveConfig,
         minting: MintingConfig,
+        ci: CiConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -96,6 +99,18 @@ class ArchiveStack(Stack):
             log_retention=config.log_retention,
         )
         grant_mint(self.minting, self.archive.role)
+        self.operations = Operations(
+            self,
+            "Operations",
+            watched=[
+                Watched("minting", self.minting.function, self.minting.api),
+                Watched("archive", self.archive.function, self.archive.api),
+            ],
+        )
+        self.ci: CiMinter | None = None
+        if ci is not None:
+            self.ci = CiMinter(self, "Ci", config=ci, minting=self.minting, archive=self.archive)
+            CfnOutput(self, "CiRoleArn", value=self.ci.role.role_arn, description="CI role")
         _outputs(
             self,
             {
@@ -152,6 +167,11 @@ class ResolverStack(Stack):
             domain_name=domain_name,
             certificate_arn=certificate_arn,
         )
+        self.operations = Operations(
+            self,
+            "Operations",
+            watched=[Watched("resolver", self.resolver.function, self.resolver.api)],
+        )
         _outputs(
             self,
             {
@@ -183,6 +203,7 @@ def build_app(app: App) -> App:
             ARCHIVE_STACK_ID,
             config=archive_config(app),
             minting=minting_config(app),
+            ci=CiConfig.from_context(app.node.try_get_context("ibi:ci")),
             description="IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
         )
     if "resolver" in chosen:
