@@ -202,6 +202,8 @@ def test_archive_service_names_its_ibi(local: LocalRun) -> None:
     done = cli("archive", "service", "--endpoint", local.archives[0])
     assert done.returncode == 0
     label = done.stdout.strip()
-    as_json = json.loads(cli("archive", "service", "--endpoint", local.archives[0], "--json").stdout)
+    as_json = json.loads(
+        cli("archive", "service", "--endpoint", local.archives[0], "--json").stdout
+    )
     assert as_json["archiveserviceibi"]["ibip"] == label
     assert as_json["protocol_url"].endswith("/" + label)
