@@ -23,7 +23,6 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -53,6 +52,7 @@ tracer = Tracer(service="archive")
 metrics = Metrics(namespace="ibi", service="archive")
 
 TEXT = "text/plain; charset=us-ascii"
+CORRELATION_ID_PATH = 'headers."x-correlation-id" || requestContext.requestId'
 
 
 @dataclass
@@ -467,6 +467,9 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         metrics.add_metric(
             name="UrlRequestsHeld" if item else "UrlRequestsNotHeld", unit=MetricUnit.Count, value=1
         )
+        logger.info(
+            "urlRequest", extra={"ibi": label, "held": item is not None, "pairs": len(pairs)}
+        )
         return _text(200, pairs)
 
     def acknowledgment(current: ArchiveRuntime, query: dict[str, str]) -> Response[str]:
@@ -583,7 +586,8 @@ def _runtime() -> ArchiveRuntime:
 
 
 def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    # A resolver's request carries its correlation id: the Archive's logs then share it.
+    @logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
     @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -335,3 +335,28 @@ def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
     bad = invoke("transfer_item.json", body=json.dumps({"to": "ftp://x", "leave": "copy"}))
     assert bad["statusCode"] == 400
     assert body(invoke("get_item.json"))["state"] == "Original"
+
+
+def test_logs_carry_the_resolvers_correlation_id_and_the_ibi(
+    invoke: Invoke, runtime: ArchiveRuntime
+) -> None:
+    import io
+    import logging
+
+    from functions.archive.handler import logger
+
+    deposit(invoke, runtime)
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logger.registered_formatter)
+    logger.addHandler(handler)
+    logger.setLevel("INFO")
+    try:
+        headers = {**event("url_request.json")["headers"], "x-correlation-id": "resolver-req-42"}
+        invoke("url_request.json", headers=headers)
+    finally:
+        logger.setLevel("WARNING")
+        logger.removeHandler(handler)
+    record = json.loads(buffer.getvalue().splitlines()[-1])
+    assert record["correlation_id"] == "resolver-req-42"
+    assert record["ibi"] == ITEM and record["held"] is True
