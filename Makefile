@@ -68,6 +68,7 @@ pages: setup
 	$(BIN)/pytest tests/pages
 
 bench: setup
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
 synth: setup

@@ -39,6 +39,7 @@ from functions.resolver.registry import DynamoRegistry, RegisteredArchive, Regis
 from functions.resolver.resolution import (
     Alert,
     ArchiveAnswer,
+    AskAll,
     Found,
     Resolver,
     acknowledgment_pairs,
@@ -108,10 +109,12 @@ class ResolverRuntime:
         except RegistryError:
             logger.warning("could not note an answer", extra={"archive": archive})
 
-    def ask_all(
-        self, correlation_id: str
-    ) -> Callable[[str, Sequence[tuple[str, str]]], list[ArchiveAnswer]]:
-        def ask(ibi: str, pairs: Sequence[tuple[str, str]]) -> list[ArchiveAnswer]:
+    def ask_all(self, correlation_id: str) -> AskAll:
+        def ask(
+            ibi: str,
+            pairs: Sequence[tuple[str, str]],
+            enough: Callable[[PairList], bool] | None = None,
+        ) -> list[ArchiveAnswer]:
             archives = self.included()
             started = time.monotonic()
             message = [("servicesubject", "urlRequest"), *pairs]
@@ -134,11 +137,14 @@ class ResolverRuntime:
                 calls,
                 deadline=started + self.settings.deadline * 0.8,
                 started=started,
+                enough=enough,
             )
             by_key = {a.service_ibi: a for a in archives}
             answers = []
             for outcome in outcomes:
                 archive = by_key[outcome.key]
+                if outcome.problem == "not needed":
+                    continue  # another Archive settled it first; this one may still answer
                 self.note(outcome.key, outcome.problem or "answered")
                 if outcome.problem:
                     logger.info(

@@ -13,7 +13,7 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 
@@ -167,8 +167,13 @@ def fan_out(
     *,
     deadline: float,
     started: float,
+    enough: Callable[[PairList], bool] | None = None,
 ) -> list[Outcome]:
-    """Collect answers in the order they arrive, until all are in or the deadline passes."""
+    """Collect answers in the order they arrive, until all are in or the deadline passes.
+
+    ``enough`` ends the wait early, as soon as one answer settles the question (the others are
+    reported as ``not needed``); without it every Archive is waited for.
+    """
     pending = {future: key for key, future in calls.items() if future is not None}
     outcomes = [
         Outcome(key, None, "unusable address", 0.0) for key, f in calls.items() if f is None
@@ -186,6 +191,13 @@ def fan_out(
                 outcomes.append(Outcome(key, future.result(), None, elapsed))
             else:
                 outcomes.append(Outcome(key, None, _describe(error), elapsed))
+        settled = enough is not None and any(
+            o.pairs is not None and enough(o.pairs) for o in outcomes[-len(done) :]
+        )
+        if settled:
+            for key in pending.values():
+                outcomes.append(Outcome(key, None, "not needed", time.monotonic() - started))
+            return outcomes
     for key in pending.values():
         outcomes.append(Outcome(key, None, "timeout", deadline - started))
     return outcomes

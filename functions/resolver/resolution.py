@@ -43,7 +43,10 @@ class ArchiveAnswer:
     problem: str | None = None  # why there is no answer: timeout, refused, malformed …
 
 
-AskAll = Callable[[str, Sequence[tuple[str, str]]], list[ArchiveAnswer]]
+# ask_all(ibi, pairs, enough): every included Archive; ``enough(answer)`` may end the wait.
+AskAll = Callable[
+    [str, Sequence[tuple[str, str]], Callable[[PairList], bool] | None], list[ArchiveAnswer]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +171,7 @@ class Resolver:
             if verb_list:
                 pairs.append(("parsedibiurl.verblist", verb_list))
             self.trace.rounds.append((current, verb_list))
-            answers = self._ask_all(current, pairs)
+            answers = self._ask_all(current, pairs, self._enough(relation, required_original))
             anyone_answered = anyone_answered or any(a.pairs is not None for a in answers)
             held = [a for a in answers if a.pairs]
             if not held:
@@ -239,6 +242,23 @@ class Resolver:
                 f"{' /' + url.file_path if url.file_path else ''}).",
             )
         return Alert(404, "Unknown IBI", f"No Archive knows {url.ibi.label}.")
+
+    @staticmethod
+    def _enough(relation: Relation, required_original: bool) -> Callable[[PairList], bool] | None:
+        """When one answer settles the round: it offers the wanted URL of an ``Original``.
+
+        Never when the original is required (every claim must be seen to detect two) nor for a
+        bare ``+`` (the language is chosen among every answer's translations).
+        """
+        if required_original or any(
+            step.name == "GetTranslation" and step.parameter is None for step in relation.steps
+        ):
+            return None
+
+        def enough(answer: PairList) -> bool:
+            return bool(_url_pair(answer, relation)) and _state(answer, relation) == "Original"
+
+        return enough
 
     def _negotiate(self, relation: Relation, answers: list[PairList]) -> Relation:
         """A bare ``+`` becomes ``+(ll)`` by Accept-Language (§7.8), or the item itself."""

@@ -162,7 +162,7 @@ def test_slow_dead_and_garbage_archives_do_not_stop_resolution(resolver: str) ->
         started = time.monotonic()
         status, headers, _ = get(f"{resolver}/{ITEM}")
         assert status == 302 and headers["location"] == "http://good.example/x"
-        assert time.monotonic() - started < 2.5  # did not wait for the slow one
+        assert time.monotonic() - started < 0.9  # did not wait for the slow one (timeout 1 s)
         status, _, body = get(f"{resolver}/LK47B6W/3622222", accept="text/plain")
         assert status == 404 and "No Archive knows" in body
 

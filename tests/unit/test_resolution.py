@@ -29,10 +29,14 @@ class FakeArchives:
         self.answers = {(k[0], parse_label(k[1]).label): v for k, v in answers.items()}
         self.dead = set(dead)
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self.enough: list[object] = []
         self.archives = sorted({a for a, _ in answers} | self.dead)
 
-    def __call__(self, ibi: str, pairs: Sequence[tuple[str, str]]) -> list[ArchiveAnswer]:
+    def __call__(
+        self, ibi: str, pairs: Sequence[tuple[str, str]], enough: object = None
+    ) -> list[ArchiveAnswer]:
         self.requests.append((ibi, dict(pairs)))
+        self.enough.append(enough)
         result = []
         for archive in self.archives:
             if archive in self.dead:
@@ -292,3 +296,17 @@ def test_languages_are_read_from_compound_relations() -> None:
         "url.metadata.translation http://a/m\nurl.translation(xx-yyy) http://bad"
     )
     assert languages_offered([pairs]) == ["en", "pt-BR"]
+
+
+def test_an_original_with_the_url_settles_a_round_early_unless_all_must_be_seen() -> None:
+    archives = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Original", "http://a/x")})
+    resolve(archives, "/LK47B6W/362SFKH")
+    enough = archives.enough[-1]
+    assert callable(enough)
+    assert enough(parse_pair_list(answer("Original", "http://a/x")))
+    assert not enough(parse_pair_list(answer("Copy", "http://a/x")))
+    assert not enough(parse_pair_list(answer("Original", None)))
+    resolve(archives, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
+    assert archives.enough[-1] is None  # two claimed originals must still be caught
+    resolve(archives, "/LK47B6W/362SFKH+", "en")
+    assert archives.enough[-1] is None  # the language is chosen among every answer

@@ -1,0 +1,1 @@
+"""ibi's benchmark suite: `python -m bench [--quick]` (see BENCHMARKS.md)."""

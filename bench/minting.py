@@ -1,0 +1,173 @@
+"""Minting throughput and latency on one subsystem, over dynalite (race-free, on loopback).
+
+The minting service (logic + DynamoDB store) is driven in-process by N client threads, so the
+conflicting conditional writes can be counted; a second run goes through the local API Gateway
+stand-in (HTTP, one handler process per concurrent request, as Lambda).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+import urllib.request
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from bench.common import plot, save, summary_ms
+from functions.minting.handler import create_app, make_handler, service_from_settings
+from functions.minting.service import MintRequest
+from functions.minting.settings import Settings
+from functions.minting.store import ensure_tables
+from ibi.local.gateway import LocalGateway
+from ibi.local.stores import Dynalite
+
+TABLES = {"state": "bench-state", "record": "bench-record", "idempotency": "bench-idempotency"}
+
+
+def _settings(granularity: str) -> Settings:
+    return Settings.from_environment(
+        {
+            "IBI_STATE_TABLE": TABLES["state"],
+            "IBI_RECORD_TABLE": TABLES["record"],
+            "IBI_IDEMPOTENCY_TABLE": TABLES["idempotency"],
+            "IBI_SUBSYSTEMS": json.dumps(
+                [
+                    {
+                        "name": "bench",
+                        "host": "mint.example.org",
+                        "ip": "192.0.2.10",
+                        "granularity": granularity,
+                    }
+                ]
+            ),
+            "IBI_MAX_WAIT_SECONDS": "20",
+        }
+    )
+
+
+def in_process(
+    dynalite: Dynalite, clients: int, requests_per_client: int, count: int, granularity: str
+) -> dict[str, Any]:
+    conflicts = [0]
+    lock = threading.Lock()
+    settings = _settings(granularity)
+    service = service_from_settings(settings, dynalite.client())
+
+    def on_conflict() -> None:
+        with lock:
+            conflicts[0] += 1
+
+    service._on_conflict = on_conflict
+    latencies: list[float] = []
+    minted = [0]
+    barrier = threading.Barrier(clients)
+
+    def client() -> None:
+        barrier.wait()
+        for n in range(requests_per_client):
+            started = time.perf_counter()
+            answer = service.mint(MintRequest(requester="bench", request_id=f"{n}", count=count))
+            elapsed = time.perf_counter() - started
+            with lock:
+                latencies.append(elapsed)
+                minted[0] += len(answer.answer["ibis"])
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {
+        "clients": clients,
+        "count": count,
+        "granularity": granularity,
+        "ibis": minted[0],
+        "ibis_per_second": round(minted[0] / wall, 1),
+        "limit_per_second": float(1 / Decimal(granularity)),
+        "conflicts_per_ibi": round(conflicts[0] / minted[0], 4),
+        "state_writes_per_request": 1,
+        **summary_ms(latencies),
+    }
+
+
+def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) -> dict[str, Any]:
+    settings = _settings("0.001")
+
+    def handler() -> Any:
+        service = service_from_settings(settings, dynalite.client())
+        return make_handler(create_app(lambda: service))
+
+    gateway = LocalGateway("minting", handler, 0, workers=max(2, clients)).start()
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def client() -> None:
+        for _ in range(requests_per_client):
+            started = time.perf_counter()
+            request = urllib.request.Request(gateway.url + "/mint", data=b"{}", method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+            with lock:
+                latencies.append(time.perf_counter() - started)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.perf_counter()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        gateway.shutdown()
+    wall = time.perf_counter() - started
+    return {
+        "clients": clients,
+        "ibis_per_second": round(len(latencies) / wall, 1),
+        **summary_ms(latencies),
+    }
+
+
+def run(quick: bool) -> dict[str, Any]:
+    client_counts = [1, 4, 16] if quick else [1, 2, 4, 8, 16]
+    per_client = 20 if quick else 60
+    results: dict[str, Any] = {"single": [], "batch": [], "coarse": [], "gateway": []}
+    with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
+        ensure_tables(dynalite.client(), TABLES)
+        for clients in client_counts:
+            results["single"].append(
+                in_process(dynalite, clients, max(2, per_client // clients * 2), 1, "0.001")
+            )
+        for clients in [1, 4]:
+            results["batch"].append(in_process(dynalite, clients, 2 if quick else 5, 1000, "0.001"))
+        # The limit set by the granularity: at r = 1 s, one IBI per second per subsystem.
+        results["coarse"].append(in_process(dynalite, 2, 3 if quick else 5, 1, "1"))
+        for clients in [1, 4] if quick else [1, 4, 8]:
+            results["gateway"].append(through_gateway(dynalite, clients, 10 if quick else 40))
+    save("minting", results)
+    plot(
+        "minting",
+        "Minting on one subsystem (r = 0.001 s), in-process over dynalite",
+        "concurrent clients",
+        "IBIs per second",
+        {
+            "single requests": (
+                [r["clients"] for r in results["single"]],
+                [r["ibis_per_second"] for r in results["single"]],
+            ),
+            "batches of 1000": (
+                [r["clients"] for r in results["batch"]],
+                [r["ibis_per_second"] for r in results["batch"]],
+            ),
+            "through the gateway (HTTP)": (
+                [r["clients"] for r in results["gateway"]],
+                [r["ibis_per_second"] for r in results["gateway"]],
+            ),
+        },
+        logx=True,
+    )
+    return results

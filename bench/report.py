@@ -1,0 +1,108 @@
+"""BENCHMARKS.md from the latest results in bench/results/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _load(results: Path, name: str) -> dict[str, Any] | None:
+    path = results / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_report(target: Path, results: Path) -> None:
+    lines = [
+        "# Benchmarks",
+        "",
+        "Made by `python -m bench` (`make bench`); figures from the last run.",
+        "",
+    ]
+    minting, resolution, startup = (_load(results, n) for n in ("minting", "resolution", "startup"))
+    machine = next((r["machine"] for r in (minting, resolution, startup) if r), None)
+    if machine:
+        lines += [
+            f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['system']}, "
+            f"Python {machine['python']}; run {machine['date']}.",
+            "",
+        ]
+    if minting:
+        lines += [
+            "## Minting (one subsystem, over dynalite on loopback)",
+            "",
+            "In-process service (logic + DynamoDB store), N client threads:",
+            "",
+            "| clients | per request | r (s) | IBIs/s | limit 1/r | p50 ms | p99 ms | conflicts per IBI |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for kind in ("single", "batch", "coarse"):
+            for row in minting[kind]:
+                lines.append(
+                    f"| {row['clients']} | {row['count']} | {row['granularity']} | {row['ibis_per_second']} "
+                    f"| {row['limit_per_second']:g} | {row['p50_ms']} | {row['p99_ms']} | {row['conflicts_per_ibi']} |"
+                )
+        lines += [
+            "",
+            "A batch of 1000 is one conditional write of the state (and one record item).",
+            "",
+            "Through the local API Gateway stand-in (HTTP, one handler process per request in flight):",
+            "",
+            "| clients | IBIs/s | p50 ms | p99 ms |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['clients']} | {r['ibis_per_second']} | {r['p50_ms']} | {r['p99_ms']} |"
+            for r in minting["gateway"]
+        ]
+        lines += ["", "![minting](bench/results/minting.png)", ""]
+    if resolution:
+        lines += [
+            "## Resolution (Archives answering in 20 ms on loopback; one holds the IBI)",
+            "",
+            "| Archives | + slow & dead | concurrent p50 / p99 ms | serial p50 / p99 ms | CPU ms per resolution |",
+            "|---|---|---|---|---|",
+        ]
+        for row in resolution["rows"]:
+            concurrent = row["concurrent"]
+            serial = row.get("serial")
+            serial_text = f"{serial['p50_ms']} / {serial['p99_ms']}" if serial else "—"
+            lines.append(
+                f"| {row['archives']} | {'yes' if row['slow_and_dead'] else 'no'} "
+                f"| {concurrent['p50_ms']} / {concurrent['p99_ms']} | {serial_text} | {concurrent['cpu_ms_per_resolution']} |"
+            )
+        ratio = resolution["target_64_over_1"]
+        verdict = "met" if ratio <= 1.5 else "NOT met"
+        lines += [
+            "",
+            f"Target: 64 Archives within 1.5× of one: **{ratio}×** ({verdict}).",
+            "With a slow Archive the answer waits for the per-Archive timeout only when no",
+            "answer holding the URL has arrived; here one has, so it does not.",
+            "",
+            "![resolution](bench/results/resolution.png)",
+            "",
+        ]
+    if startup:
+        lines += [
+            "## Start-up",
+            "",
+            "| handler | import (wall) ms | -X importtime ms | package MB |",
+            "|---|---|---|---|",
+        ]
+        for name, row in startup["imports"].items():
+            size = startup["packages"].get(name, {}).get("mb", "—")
+            lines.append(f"| {name} | {row['wall_ms']} | {row['importtime_ms']} | {size} |")
+        worst = max(row["wall_ms"] for row in startup["imports"].values())
+        lines += [
+            "",
+            f"Target: handler import under 300 ms: worst {worst} ms ({'met' if worst < 300 else 'NOT met'}).",
+            "",
+        ]
+    lines += [
+        "## Not measured yet",
+        "",
+        "- arklet (the Internet Archive's ARK minter/resolver) side by side: not run in this suite yet.",
+        "- Location hints in the resolver (issue 6): not built yet.",
+        "",
+    ]
+    target.write_text("\n".join(lines))

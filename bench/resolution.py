@@ -1,0 +1,186 @@
+"""Resolution latency against the number of Archives, concurrent fan-out vs serial.
+
+Fake Archives on loopback answer each urlRequest after a fixed delay (20 ms); exactly one holds
+the IBI. The resolver's real logic and transport run in-process (``Resolver`` with the
+runtime's concurrent ``ask_all``, or a serial one as the baseline), so the fan-out itself is
+measured. Variants add one slow Archive (beyond the per-Archive timeout) and one dead one.
+"""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import plot, save, summary_ms
+from functions.resolver.handler import load_pepper, runtime_from_settings
+from functions.resolver.network import Endpoint
+from functions.resolver.registry import ensure_table
+from functions.resolver.resolution import ArchiveAnswer, Resolver
+from functions.resolver.settings import ResolverSettings
+from ibi.core.persistent_url import parse_persistent_url
+from ibi.local.stores import Dynalite, free_port
+from tests.integration.archives import FakeArchive, serving
+
+ITEM = "8JMKD3MGP8W/35MMLL8"
+KEY = "1234567890-0987654321"
+ANSWER = (
+    f"archiveaddress x\nibi {{ibip {ITEM}}}\nstate Original\ncontenttype Data\n"
+    "timestamp 2009-07-21T14:43:31Z\nurl http://a.example/doc.pdf\nurlkey 1427244889-5349022633744855\n"
+)
+
+
+def _labels(n: int) -> list[str]:
+    from decimal import Decimal
+
+    from ibi.core.labels import IBI
+
+    return [IBI.build(Decimal(1500000000 + i), ip="192.0.2.1").ibip or "" for i in range(n)]
+
+
+def measure(
+    archives_count: int, *, slow_and_dead: bool, rounds: int, dynalite: Dynalite, folder: Path
+) -> dict[str, Any]:
+    labels = _labels(archives_count + 2)
+    archives = [FakeArchive(labels[i], delay=0.02) for i in range(archives_count)]
+    archives[-1].answers[ITEM] = ANSWER  # the one that holds it
+    if slow_and_dead:
+        archives.append(FakeArchive(labels[archives_count], delay=2.0))
+    table = f"r{archives_count}{int(slow_and_dead)}{free_port()}"
+    ensure_table(dynalite.client(), table)
+    settings = ResolverSettings.from_environment(
+        {
+            "IBI_RESOLVER_TABLE": table,
+            "IBI_PEPPER_FILE": str(folder / "pepper"),
+            "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
+            "IBI_ARCHIVE_TIMEOUT_SECONDS": "1",
+            "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
+        }
+    )
+    runtime = runtime_from_settings(settings, dynalite.client(), load_pepper(settings))
+    url = parse_persistent_url(f"/{ITEM}")
+    with serving(*archives):
+        for archive in archives:
+            runtime.registration.register(archive.service_ibi, KEY)
+            runtime.registry.set_included(
+                archive.service_ibi,
+                included=True,
+                at="now",
+                address=archive.address,
+                protocol="HTTP",
+            )
+        if slow_and_dead:
+            dead = labels[archives_count + 1]
+            runtime.registration.register(dead, KEY)
+            runtime.registry.set_included(
+                dead, included=True, at="now", address=f"127.0.0.1:{free_port()}", protocol="HTTP"
+            )
+        runtime.forget_archives()
+        concurrent = runtime.ask_all("bench")
+        serial = _serial(runtime)
+        results: dict[str, Any] = {"archives": archives_count, "slow_and_dead": slow_and_dead}
+        for name, ask in (("concurrent", concurrent), ("serial", serial)):
+            if name == "serial" and (slow_and_dead or archives_count > 16):
+                continue  # the baseline only where it finishes in reasonable time
+            Resolver(ask).resolve(url, "127.0.0.1")  # warm: registry cache, connections
+            times = []
+            cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+            for _ in range(rounds):
+                started = time.perf_counter()
+                found = Resolver(ask).resolve(url, "127.0.0.1")
+                times.append(time.perf_counter() - started)
+                assert getattr(found, "url", None) == "http://a.example/doc.pdf", found
+            cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+            cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (
+                cpu_before.ru_utime + cpu_before.ru_stime
+            )
+            results[name] = {
+                **summary_ms(times),
+                "cpu_ms_per_resolution": round(cpu / rounds * 1000, 2),
+            }
+        results["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return results
+
+
+def _serial(runtime: Any) -> Any:
+    """The baseline: ask the Archives one after the other."""
+
+    def ask(ibi: str, pairs: Sequence[tuple[str, str]], enough: Any = None) -> list[ArchiveAnswer]:
+        answers = []
+        for archive in runtime.included():
+            endpoint = Endpoint.parse(archive.address, archive.protocol)
+            try:
+                got = runtime.transport.get(
+                    endpoint,
+                    archive.service_ibi,
+                    [("servicesubject", "urlRequest"), *pairs],
+                    timeout=1.0,
+                )
+                answers.append(ArchiveAnswer(archive.service_ibi, archive.address, got))
+            except Exception as error:
+                answers.append(
+                    ArchiveAnswer(archive.service_ibi, archive.address, None, str(error))
+                )
+        return answers
+
+    return ask
+
+
+def run(quick: bool) -> dict[str, Any]:
+    counts = [1, 4, 16, 64]
+    rounds = 10 if quick else 40
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
+        for count in counts:
+            rows.append(
+                measure(
+                    count,
+                    slow_and_dead=False,
+                    rounds=rounds,
+                    dynalite=dynalite,
+                    folder=Path(folder),
+                )
+            )
+            rows.append(
+                measure(
+                    count,
+                    slow_and_dead=True,
+                    rounds=max(3, rounds // 4),
+                    dynalite=dynalite,
+                    folder=Path(folder),
+                )
+            )
+    plain = [r for r in rows if not r["slow_and_dead"]]
+    one = plain[0]["concurrent"]["p50_ms"]
+    sixty_four = plain[-1]["concurrent"]["p50_ms"]
+    result = {"rows": rows, "target_64_over_1": round(sixty_four / one, 2)}
+    save("resolution", result)
+    plot(
+        "resolution",
+        "Resolution through N Archives answering in 20 ms (p50)",
+        "Archives",
+        "ms",
+        {
+            "concurrent fan-out": (
+                [r["archives"] for r in plain],
+                [r["concurrent"]["p50_ms"] for r in plain],
+            ),
+            "with one slow (2 s) and one dead": (
+                [r["archives"] for r in rows if r["slow_and_dead"]],
+                [r["concurrent"]["p50_ms"] for r in rows if r["slow_and_dead"]],
+            ),
+            "serial baseline": (
+                [r["archives"] for r in plain if "serial" in r],
+                [r["serial"]["p50_ms"] for r in plain if "serial" in r],
+            ),
+        },
+        logx=True,
+    )
+    return result
+
+
+_ = threading  # the fake Archives serve on threads (tests/integration/archives.py)
