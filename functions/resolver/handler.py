@@ -12,6 +12,7 @@ import json
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +72,41 @@ def clock() -> Decimal:
     return Decimal(time.time_ns()) / Decimal(1_000_000_000)
 
 
+class LocationHints:
+    """Where IBIs were found lately: by IBI, and by prefix (the subsystem that minted them).
+
+    Kept in memory, per execution environment, bounded (least recently used out). A hint only
+    reorders the asking: the hinted Archive is asked first, alone, and everyone else if it
+    does not settle the round. It never replaces the full fan-out when every claim matters.
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._where: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _keys(ibi: str) -> tuple[str, str]:
+        label = parse_label(ibi)
+        return label.label, "prefix:" + label.prefix
+
+    def learn(self, ibi: str, archive: str) -> None:
+        with self._lock:
+            for key in self._keys(ibi):
+                self._where[key] = archive
+                self._where.move_to_end(key)
+            while len(self._where) > self._capacity:
+                self._where.popitem(last=False)
+
+    def likely(self, ibi: str) -> str | None:
+        with self._lock:
+            for key in self._keys(ibi):
+                if key in self._where:
+                    self._where.move_to_end(key)
+                    return self._where[key]
+        return None
+
+
 @dataclass
 class ResolverRuntime:
     settings: ResolverSettings
@@ -80,6 +116,8 @@ class ResolverRuntime:
     pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=64))
     _archives: tuple[float, list[RegisteredArchive]] | None = None
     _noted: dict[str, float] = field(default_factory=dict)
+    hints: LocationHints = field(default_factory=LocationHints)
+    requests_made: int = 0  # urlRequests sent by this environment (for the benchmarks)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def included(self) -> list[RegisteredArchive]:
@@ -116,50 +154,78 @@ class ResolverRuntime:
             enough: Callable[[PairList], bool] | None = None,
         ) -> list[ArchiveAnswer]:
             archives = self.included()
-            started = time.monotonic()
             message = [("servicesubject", "urlRequest"), *pairs]
-            calls: dict[str, Future[PairList] | None] = {}
-            for archive in archives:
-                try:
-                    endpoint = Endpoint.parse(archive.address or "", archive.protocol)
-                except InvalidInput:
-                    calls[archive.service_ibi] = None
-                    continue
-                calls[archive.service_ibi] = self.pool.submit(
-                    self.transport.get,
-                    endpoint,
-                    archive.service_ibi,
-                    message,
-                    timeout=self.settings.archive_timeout,
-                    correlation_id=correlation_id,
-                )
-            outcomes = fan_out(
-                calls,
-                deadline=started + self.settings.deadline * 0.8,
-                started=started,
-                enough=enough,
-            )
-            by_key = {a.service_ibi: a for a in archives}
-            answers = []
-            for outcome in outcomes:
-                archive = by_key[outcome.key]
-                if outcome.problem == "not needed":
-                    continue  # another Archive settled it first; this one may still answer
-                self.note(outcome.key, outcome.problem or "answered")
-                if outcome.problem:
-                    logger.info(
-                        "archive did not answer",
-                        extra={"archive": outcome.key, "problem": outcome.problem, "ibi": ibi},
-                    )
-                    metrics.add_metric(name="ArchiveFailures", unit=MetricUnit.Count, value=1)
-                answers.append(
-                    ArchiveAnswer(
-                        outcome.key, archive.address or "", outcome.pairs, outcome.problem
-                    )
-                )
+            asked: list[ArchiveAnswer] = []
+            # A location hint: ask the Archive that held this IBI (or its prefix) before, alone.
+            # Only when one answer may settle the round (never when every claim must be seen).
+            likely = self.hints.likely(ibi) if enough is not None else None
+            if likely is not None and any(a.service_ibi == likely for a in archives):
+                hinted = [a for a in archives if a.service_ibi == likely]
+                asked = self._fan_out(hinted, message, correlation_id, ibi, enough)
+                metrics.add_metric(name="HintsTried", unit=MetricUnit.Count, value=1)
+                if any(
+                    a.pairs is not None and enough is not None and enough(a.pairs) for a in asked
+                ):
+                    metrics.add_metric(name="HintsHit", unit=MetricUnit.Count, value=1)
+                    return asked
+                archives = [a for a in archives if a.service_ibi != likely]
+            answers = asked + self._fan_out(archives, message, correlation_id, ibi, enough)
+            for answer in answers:
+                if answer.pairs is not None and enough is not None and enough(answer.pairs):
+                    self.hints.learn(ibi, answer.archive)
+                    break
             return answers
 
         return ask
+
+    def _fan_out(
+        self,
+        archives: list[RegisteredArchive],
+        message: list[tuple[str, str]],
+        correlation_id: str,
+        ibi: str,
+        enough: Callable[[PairList], bool] | None,
+    ) -> list[ArchiveAnswer]:
+        started = time.monotonic()
+        calls: dict[str, Future[PairList] | None] = {}
+        for archive in archives:
+            try:
+                endpoint = Endpoint.parse(archive.address or "", archive.protocol)
+            except InvalidInput:
+                calls[archive.service_ibi] = None
+                continue
+            calls[archive.service_ibi] = self.pool.submit(
+                self.transport.get,
+                endpoint,
+                archive.service_ibi,
+                message,
+                timeout=self.settings.archive_timeout,
+                correlation_id=correlation_id,
+            )
+        self.requests_made += sum(1 for call in calls.values() if call is not None)
+        outcomes = fan_out(
+            calls,
+            deadline=started + self.settings.deadline * 0.8,
+            started=started,
+            enough=enough,
+        )
+        by_key = {a.service_ibi: a for a in archives}
+        answers = []
+        for outcome in outcomes:
+            archive = by_key[outcome.key]
+            if outcome.problem == "not needed":
+                continue  # another Archive settled it first; this one may still answer
+            self.note(outcome.key, outcome.problem or "answered")
+            if outcome.problem:
+                logger.info(
+                    "archive did not answer",
+                    extra={"archive": outcome.key, "problem": outcome.problem, "ibi": ibi},
+                )
+                metrics.add_metric(name="ArchiveFailures", unit=MetricUnit.Count, value=1)
+            answers.append(
+                ArchiveAnswer(outcome.key, archive.address or "", outcome.pairs, outcome.problem)
+            )
+        return answers
 
     def acknowledge(
         self, found: Found, persistent_url: str, client_ips: str, correlation_id: str

@@ -276,3 +276,26 @@ def test_head_requests_resolve_too(resolver: str) -> None:
             raise AssertionError("expected a redirect")
         except urllib.error.HTTPError as error:
             assert error.code == 302 and error.headers["Location"] == "http://a.example/doc.pdf"
+
+
+def test_location_hints_ask_the_likely_archive_first(resolver: str) -> None:
+    """After a resolution, the next one for that subsystem asks the Archive that held it first."""
+    others = [
+        FakeArchive(label) for label in ("LK47B6W/362SFKH", "LK47B6W/362SFKJ", "LK47B6W/362SFKK")
+    ]
+    holder = FakeArchive("8JMKD3MGP8W/3FSUP4L", {ITEM: holding(ITEM, "http://a.example/doc.pdf")})
+    with serving(holder, *others):
+        include(resolver, holder, *others)
+        for _ in range(4):  # every worker process learns (each keeps its own hints)
+            assert get(f"{resolver}/{ITEM}")[0] == 302
+        asked_before = [len(a.requests) for a in others]
+        for _ in range(6):
+            assert get(f"{resolver}/{ITEM}")[0] == 302
+        # Hinted resolutions asked the holder alone: the others saw few or no new requests.
+        new = sum(len(a.requests) for a in others) - sum(asked_before)
+        assert new < 3 * 6
+        assert len(holder.requests) == 10
+        # Never with the original required: then every Archive is asked.
+        before = [len(a.requests) for a in others]
+        assert get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")[0] == 302
+        assert [len(a.requests) for a in others] == [b + 1 for b in before]

@@ -310,3 +310,18 @@ def test_an_original_with_the_url_settles_a_round_early_unless_all_must_be_seen(
     assert archives.enough[-1] is None  # two claimed originals must still be caught
     resolve(archives, "/LK47B6W/362SFKH+", "en")
     assert archives.enough[-1] is None  # the language is chosen among every answer
+
+
+def test_location_hints_by_ibi_and_prefix_bounded() -> None:
+    from functions.resolver.handler import LocationHints
+
+    hints = LocationHints(capacity=4)
+    assert hints.likely("LK47B6W/362SFKH") is None
+    hints.learn("LK47B6W/362SFKH", A)
+    assert hints.likely("lk47b6w/362sfkh") == A  # either case
+    assert hints.likely("LK47B6W/3622222") == A  # same prefix: same subsystem, likely there
+    assert hints.likely("8JMKD3MGP8W/35MME4E") is None
+    hints.learn("8JMKD3MGP8W/35MME4E", B)
+    hints.learn("8JMKD3MGP7W/3EPGUE5", C)  # capacity 4: the oldest entries go
+    assert hints.likely("LK47B6W/362SFKH") is None
+    assert hints.likely("8JMKD3MGP7W/3EPGUE5") == C
