@@ -1,0 +1,104 @@
+"""Internet scale on paper: the fan-out's cost with 1,000 and 10,000 Archives, with and without
+location hints, and the cost per million resolutions and per million IBIs on AWS list prices.
+
+Pure arithmetic and a small simulation (no network): `python -m bench.scale`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+# AWS list prices, us-east-1, as known when this was written (2026; not fetched from here —
+# check https://aws.amazon.com/lambda/pricing/, /api-gateway/pricing/, /dynamodb/pricing/).
+LAMBDA_ARM_GB_SECOND = 0.0000133334
+LAMBDA_REQUEST = 0.20 / 1e6
+HTTP_API_REQUEST = 1.00 / 1e6
+DYNAMODB_WRITE = 0.625 / 1e6  # on-demand write request unit
+DYNAMODB_READ = 0.125 / 1e6  # on-demand read request unit (strongly consistent: 1 per 4 KB)
+
+# Measured here (BENCHMARKS.md): resolver CPU per Archive request ~1.2 ms on one core; an
+# Archive answers a urlRequest in ~10 ms of Lambda time with 2-3 DynamoDB reads.
+RESOLVER_CPU_PER_REQUEST_S = 0.0012
+ARCHIVE_SECONDS_PER_REQUEST = 0.010
+ARCHIVE_READS_PER_REQUEST = 2.5
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    archives: int
+    hint_hit_rate: float  # share of resolutions whose hinted Archive holds the IBI
+
+
+def simulate_requests(scenario: Scenario, resolutions: int = 100_000, seed: int = 7) -> float:
+    """Archive requests per resolution: 1 when the hint is right, 1 + (N - 1) when it is not."""
+    rng = random.Random(seed)
+    total = 0
+    for _ in range(resolutions):
+        if rng.random() < scenario.hint_hit_rate:
+            total += 1
+        else:
+            total += scenario.archives  # the hinted one, then everyone else
+    return total / resolutions
+
+
+def cost_per_million_resolutions(
+    requests_per_resolution: float, resolver_memory_gb: float = 1.0
+) -> dict[str, float]:
+    resolver_seconds = 0.025 + requests_per_resolution * RESOLVER_CPU_PER_REQUEST_S
+    resolver = 1e6 * (
+        resolver_seconds * resolver_memory_gb * LAMBDA_ARM_GB_SECOND
+        + LAMBDA_REQUEST
+        + HTTP_API_REQUEST
+    )
+    archives = (
+        1e6
+        * requests_per_resolution
+        * (
+            ARCHIVE_SECONDS_PER_REQUEST * 0.5 * LAMBDA_ARM_GB_SECOND
+            + LAMBDA_REQUEST
+            + HTTP_API_REQUEST
+            + ARCHIVE_READS_PER_REQUEST * DYNAMODB_READ
+        )
+    )
+    return {
+        "resolver_usd": round(resolver, 2),
+        "archives_usd": round(archives, 2),
+        "total_usd": round(resolver + archives, 2),
+    }
+
+
+def cost_per_million_ibis(batch: int) -> float:
+    """Minting: one state write per request, one record item per request, ~15 ms of Lambda."""
+    requests = 1e6 / batch
+    per_request = (
+        0.015 * 0.256 * LAMBDA_ARM_GB_SECOND
+        + LAMBDA_REQUEST
+        + HTTP_API_REQUEST
+        + DYNAMODB_READ  # read the state
+        + DYNAMODB_WRITE  # advance the state (conditional)
+        + DYNAMODB_WRITE * max(1, batch * 20 // 1024)  # the record item (about 20 bytes per IBI)
+    )
+    return round(requests * per_request, 2)
+
+
+def main() -> None:
+    rows = []
+    for archives in (1_000, 10_000):
+        for hit in (0.0, 0.9, 0.99):
+            requests = simulate_requests(Scenario(archives, hit))
+            rows.append(
+                {
+                    "archives": archives,
+                    "hint_hit_rate": hit,
+                    "requests_per_resolution": round(requests, 1),
+                    **cost_per_million_resolutions(requests),
+                }
+            )
+    minting = {f"batch_{b}": cost_per_million_ibis(b) for b in (1, 10, 1000)}
+    print(json.dumps({"resolution": rows, "minting_usd_per_million_ibis": minting}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
