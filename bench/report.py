@@ -19,7 +19,9 @@ def write_report(target: Path, results: Path) -> None:
         "Made by `python -m bench` (`make bench`); figures from the last run.",
         "",
     ]
-    minting, resolution, startup = (_load(results, n) for n in ("minting", "resolution", "startup"))
+    minting, resolution, startup, peer = (
+        _load(results, n) for n in ("minting", "resolution", "startup", "peer")
+    )
     machine = next((r["machine"] for r in (minting, resolution, startup) if r), None)
     if machine:
         lines += [
@@ -105,10 +107,23 @@ def write_report(target: Path, results: Path) -> None:
             f"Target: handler import under 300 ms: worst {worst} ms ({'met' if worst < 300 else 'NOT met'}).",
             "",
         ]
-    lines += [
-        "## Not measured yet",
-        "",
-        "- arklet (the Internet Archive's ARK minter/resolver) side by side: not run in this suite yet.",
-        "",
-    ]
+    if peer:
+        ours, theirs = peer["ibi"], peer["arklet"]
+        ratio = peer["ratio_resolve_p50"]
+        lines += [
+            "## A peer in the same run: arklet 0.2.3 (ARK minter and resolver)",
+            "",
+            "Both behind the standard library's HTTP server on loopback, one client, sequential:",
+            "arklet as a WSGI app on SQLite (`wsgiref`); ibi as `ibi local` (API Gateway stand-in,",
+            "dynalite). An ibi resolution is two HTTP hops (resolver, then the Archive named by the",
+            "location hint) and a redirect; arklet's is one database lookup and a redirect.",
+            "",
+            "| | ibi p50 / p99 ms | arklet p50 / p99 ms | ratio (p50) |",
+            "|---|---|---|---|",
+            f"| mint one identifier | {ours['mint']['p50_ms']} / {ours['mint']['p99_ms']} | {theirs['mint']['p50_ms']} / {theirs['mint']['p99_ms']} | {peer['ratio_mint_p50']} |",
+            f"| warm resolution to a redirect | {ours['resolve']['p50_ms']} / {ours['resolve']['p99_ms']} | {theirs['resolve']['p50_ms']} / {theirs['resolve']['p99_ms']} | {ratio} |",
+            "",
+            f"Target: a warm resolution within 2× of arklet's: **{ratio}×** ({'met' if ratio <= 2 else 'NOT met'}).",
+            "",
+        ]
     target.write_text("\n".join(lines))
