@@ -26,7 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ibi.local.stores import LOOPBACK, _die_with_parent
+from ibi.local.stores import LOOPBACK, die_with_parent
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
@@ -178,7 +178,7 @@ class _WorkerServer(HTTPServer):
 
 def _serve(name: str, listening: socket.socket, factory: Callable[[], Handler]) -> None:
     """A worker process: build the handler, then serve until told to stop."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     server = _WorkerServer(name, listening, factory())

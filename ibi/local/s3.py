@@ -28,27 +28,13 @@ What it does not do, and what follows (``functions/archive/files.py`` copes with
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import time
-from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ibi.local.stores import (
-    LOCAL_REGION,
-    LOOPBACK,
-    _die_with_parent,
-    find_node_tool,
-    free_port,
-    wait_for_port,
-)
+from ibi.local.stores import LOCAL_REGION, LOOPBACK, LocalServer
 
 # s3rver has one account and checks that requests name its access key (not the signature).
 S3RVER_KEY = "S3RVER"
@@ -56,63 +42,13 @@ _MISSING_BUCKET_CODES = {"404", "NoSuchBucket", "NotFound"}
 _BUCKET_EXISTS_CODES = {"BucketAlreadyExists", "BucketAlreadyOwnedByYou"}
 
 
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie holds no port and no files
-
-
-def _stop_leftover(pidfile: Path, path: Path) -> None:
-    """An s3rver on ``path`` left running by an earlier run that was killed: stop it.
-
-    Like ``stores._stop_leftover`` (which only knows dynalite), and it also checks that the
-    process serves this very directory, so that a reused pid or another run's s3rver is left
-    alone.
-    """
-    try:
-        pid = int(pidfile.read_text().strip())
-        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
-        return
-    if not any(b"s3rver" in argument for argument in arguments):
-        return
-    if str(path).encode() not in arguments:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(pid):
-        time.sleep(0.05)
-
-
-class LocalS3:
+class LocalS3(LocalServer):
     """An s3rver on loopback keeping its buckets (and their objects) in ``path``."""
 
-    def __init__(self, path: Path, *, port: int | None = None, log: IO[bytes] | None = None):
-        self.path = Path(path).absolute()  # as the leftover check finds it in the command line
-        self.port = port or free_port()
-        self._log = log
-        self._process: subprocess.Popen[bytes] | None = None
+    tool = "s3rver"
 
-    @property
-    def endpoint(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
-
-    @property
-    def _pidfile(self) -> Path:
-        return self.path.parent / f"{self.path.name}.pid"
-
-    def start(self) -> LocalS3:
-        self.path.mkdir(parents=True, exist_ok=True)
-        _stop_leftover(self._pidfile, self.path)
-        command = [
-            str(find_node_tool("s3rver")),
+    def arguments(self) -> list[str]:
+        arguments = [
             "--directory",
             str(self.path),
             "--address",
@@ -121,29 +57,7 @@ class LocalS3:
             str(self.port),
             "--no-vhost-buckets",
         ]
-        if self._log is None:
-            command.append("--silent")
-        self._process = subprocess.Popen(  # noqa: S603 - our own tool, fixed arguments
-            command,
-            stdout=self._log or subprocess.DEVNULL,
-            stderr=self._log or subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
-        )
-        self._pidfile.write_text(f"{self._process.pid}\n")
-        wait_for_port(self.port, self._process)
-        return self
-
-    def stop(self) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._process = None
-        self._pidfile.unlink(missing_ok=True)
+        return arguments if self._log is not None else [*arguments, "--silent"]
 
     def client(self) -> Any:
         """A boto3 S3 client for this server: path-style, SigV4 presigning, its fixed key."""
@@ -175,14 +89,3 @@ class LocalS3:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code", "") not in _BUCKET_EXISTS_CODES:
                 raise
-
-    def __enter__(self) -> LocalS3:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import boto3
 from botocore.config import Config
@@ -70,65 +70,81 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     raise LocalStoreError(f"nothing answered on {LOOPBACK}:{port} within {timeout}s")
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: on Linux, get SIGTERM when the parent dies (even kill -9)."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _stop_leftover(pidfile: Path) -> None:
-    """A store left running by an earlier run that was killed holds its files: stop it."""
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"  # a zombie holds no port and no files
+
+
+def stop_leftover(pidfile: Path, tool: str, path: Path) -> None:
+    """A ``tool`` on ``path`` left running by an earlier run that was killed: stop it.
+
+    Only when the pid still runs that very tool on that very directory, so that a reused pid
+    or another run's server is left alone.
+    """
     try:
         pid = int(pidfile.read_text().strip())
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError):
         return
-    if b"dynalite" not in command:
+    if not any(tool.encode() in argument for argument in arguments):
+        return
+    if str(path).encode() not in arguments:
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+    while time.monotonic() < deadline and _running(pid):
         time.sleep(0.05)
 
 
-class Dynalite:
-    """A dynalite server on loopback keeping its tables in ``path``."""
+class LocalServer:
+    """A node tool serving on loopback with its data in ``path``: started, watched, stopped.
+
+    It dies with its parent (even on ``kill -9``), records its pid beside its data, and a
+    server left running on the same data by a killed run is stopped before a new one starts.
+    """
+
+    tool = ""
 
     def __init__(self, path: Path, *, port: int | None = None, log: IO[bytes] | None = None):
-        self.path = path
+        self.path = Path(path).absolute()  # as the leftover check finds it in the command line
         self.port = port or free_port()
         self._log = log
         self._process: subprocess.Popen[bytes] | None = None
+
+    def arguments(self) -> list[str]:
+        raise NotImplementedError
 
     @property
     def endpoint(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
     @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
     def _pidfile(self) -> Path:
         return self.path.parent / f"{self.path.name}.pid"
 
-    def start(self) -> Dynalite:
+    def start(self) -> Self:
         self.path.mkdir(parents=True, exist_ok=True)
-        _stop_leftover(self._pidfile)
-        command = [
-            str(find_node_tool("dynalite")),
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(self.port),
-            "--path",
-            str(self.path),
-            "--createTableMs",
-            "0",
-        ]
+        stop_leftover(self._pidfile, self.tool, self.path)
         self._process = subprocess.Popen(  # noqa: S603 - our own tool, fixed arguments
-            command,
+            [str(find_node_tool(self.tool)), *self.arguments()],
             stdout=self._log or subprocess.DEVNULL,
             stderr=self._log or subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
+            preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
         )
         self._pidfile.write_text(f"{self._process.pid}\n")
         wait_for_port(self.port, self._process)
@@ -146,17 +162,7 @@ class Dynalite:
         self._process = None
         self._pidfile.unlink(missing_ok=True)
 
-    def client(self) -> Any:
-        return boto3.client(
-            "dynamodb",
-            endpoint_url=self.endpoint,
-            config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64),
-            region_name=LOCAL_REGION,
-            aws_access_key_id=LOCAL_KEY,
-            aws_secret_access_key=LOCAL_KEY,
-        )
-
-    def __enter__(self) -> Dynalite:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -166,3 +172,31 @@ class Dynalite:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class Dynalite(LocalServer):
+    """A dynalite server on loopback keeping its tables in ``path``."""
+
+    tool = "dynalite"
+
+    def arguments(self) -> list[str]:
+        return [
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(self.port),
+            "--path",
+            str(self.path),
+            "--createTableMs",
+            "0",
+        ]
+
+    def client(self) -> Any:
+        return boto3.client(
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            config=Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64),
+            region_name=LOCAL_REGION,
+            aws_access_key_id=LOCAL_KEY,
+            aws_secret_access_key=LOCAL_KEY,
+        )
