@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aws_cdk import Acknowledgment, CfnElement, Duration, RemovalPolicy, Stack, Validations
-from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -15,7 +14,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.minting import ACCESS_LOG_FORMAT, AccessLogSettings, MintingService
+from infra.minting import MintingService, logged_stage
 
 GET = apigwv2.HttpMethod.GET
 POST = apigwv2.HttpMethod.POST
@@ -184,19 +183,7 @@ class Archive(Construct):
             description="IBI Archive: service protocol and pages (public), deposit API (IAM)",
             create_default_stage=False,
         )
-        self.access_logs = logs.LogGroup(
-            self, "ApiAccessLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.stage = apigwv2.HttpStage(
-            self,
-            "DefaultStage",
-            http_api=self.api,
-            auto_deploy=True,
-            access_log_settings=AccessLogSettings(
-                destination=apigwv2.LogGroupLogDestination(self.access_logs),
-                format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
-            ),
-        )
+        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
         integration = HttpLambdaIntegration("ArchiveIntegration", self.function)
         method, path = PUBLIC_ROUTE
         (self.public_route,) = self.api.add_routes(

@@ -57,6 +57,26 @@ ACCESS_LOG_FORMAT = json.dumps(
 )
 
 
+def logged_stage(
+    scope: Construct, api: apigwv2.HttpApi, retention: logs.RetentionDays
+) -> tuple[apigwv2.HttpStage, logs.LogGroup]:
+    """The ``$default`` stage of ``api``, writing a JSON access log to a log group of its own."""
+    access_logs = logs.LogGroup(
+        scope, "ApiAccessLogs", retention=retention, removal_policy=RemovalPolicy.RETAIN
+    )
+    stage = apigwv2.HttpStage(
+        scope,
+        "DefaultStage",
+        http_api=api,
+        auto_deploy=True,
+        access_log_settings=AccessLogSettings(
+            destination=apigwv2.LogGroupLogDestination(access_logs),
+            format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+        ),
+    )
+    return stage, access_logs
+
+
 class MintingService(Construct):
     """Mints IBIs: one Lambda behind an IAM-authorized HTTP API, with its three tables.
 
@@ -139,19 +159,7 @@ class MintingService(Construct):
             default_authorizer=HttpIamAuthorizer(),
             create_default_stage=False,
         )
-        self.access_logs = logs.LogGroup(
-            self, "ApiAccessLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.stage = apigwv2.HttpStage(
-            self,
-            "DefaultStage",
-            http_api=self.api,
-            auto_deploy=True,
-            access_log_settings=AccessLogSettings(
-                destination=apigwv2.LogGroupLogDestination(self.access_logs),
-                format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
-            ),
-        )
+        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
         integration = HttpLambdaIntegration("MintingIntegration", self.function)
         self.routes = [
             *self.api.add_routes(

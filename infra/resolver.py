@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
-from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_dynamodb as dynamodb
@@ -16,7 +15,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.minting import ACCESS_LOG_FORMAT, AccessLogSettings
+from infra.minting import logged_stage
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -132,19 +131,7 @@ class Resolver(Construct):
             description="IBI resolver: persistent URLs and pages (public), administration (IAM)",
             create_default_stage=False,
         )
-        self.access_logs = logs.LogGroup(
-            self, "ApiAccessLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.stage = apigwv2.HttpStage(
-            self,
-            "DefaultStage",
-            http_api=self.api,
-            auto_deploy=True,
-            access_log_settings=AccessLogSettings(
-                destination=apigwv2.LogGroupLogDestination(self.access_logs),
-                format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
-            ),
-        )
+        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
         integration = HttpLambdaIntegration("ResolverIntegration", self.function)
         self.public_routes: list[apigwv2.HttpRoute] = []
         for method, path in PUBLIC_ROUTES:
