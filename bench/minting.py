@@ -27,7 +27,7 @@ from ibi.local.stores import Dynalite
 TABLES = {"state": "bench-state", "record": "bench-record", "idempotency": "bench-idempotency"}
 
 
-def _settings(granularity: str) -> Settings:
+def _settings(granularity: str, subsystems: int = 1) -> Settings:
     return Settings.from_environment(
         {
             "IBI_STATE_TABLE": TABLES["state"],
@@ -36,11 +36,14 @@ def _settings(granularity: str) -> Settings:
             "IBI_SUBSYSTEMS": json.dumps(
                 [
                     {
-                        "name": "bench",
+                        "name": "bench" if n == 0 else f"bench{n}",
                         "host": "mint.example.org",
                         "ip": "192.0.2.10",
+                        "rep_port": 80 + n,
+                        "ibip_port": 800 + n,
                         "granularity": granularity,
                     }
+                    for n in range(subsystems)
                 ]
             ),
             "IBI_MAX_WAIT_SECONDS": "20",
@@ -49,11 +52,18 @@ def _settings(granularity: str) -> Settings:
 
 
 def in_process(
-    dynalite: Dynalite, clients: int, requests_per_client: int, count: int, granularity: str
+    dynalite: Dynalite,
+    clients: int,
+    requests_per_client: int,
+    count: int,
+    granularity: str,
+    subsystems: int = 1,
 ) -> dict[str, Any]:
+    """N client threads; with several subsystems, client i mints from subsystem i mod S."""
     conflicts = [0]
     lock = threading.Lock()
-    settings = _settings(granularity)
+    settings = _settings(granularity, subsystems)
+    names = list(settings.subsystems)
     service = service_from_settings(settings, dynalite.client())
 
     def on_conflict() -> None:
@@ -65,17 +75,23 @@ def in_process(
     minted = [0]
     barrier = threading.Barrier(clients)
 
-    def client() -> None:
+    def client(index: int) -> None:
         barrier.wait()
         for n in range(requests_per_client):
             started = time.perf_counter()
-            answer = service.mint(MintRequest(requester="bench", request_id=f"{n}", count=count))
+            request = MintRequest(
+                requester="bench",
+                request_id=f"{n}",
+                count=count,
+                subsystem=names[index % len(names)],
+            )
+            answer = service.mint(request)
             elapsed = time.perf_counter() - started
             with lock:
                 latencies.append(elapsed)
                 minted[0] += len(answer.answer["ibis"])
 
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -83,12 +99,13 @@ def in_process(
         thread.join()
     wall = time.perf_counter() - started
     return {
+        "subsystems": subsystems,
         "clients": clients,
         "count": count,
         "granularity": granularity,
         "ibis": minted[0],
         "ibis_per_second": round(minted[0] / wall, 1),
-        "limit_per_second": float(1 / Decimal(granularity)),
+        "limit_per_second": float(subsystems / Decimal(granularity)),
         "conflicts_per_ibi": round(conflicts[0] / minted[0], 4),
         "state_writes_per_request": 1,
         **summary_ms(latencies),
@@ -135,7 +152,13 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
 def run(quick: bool) -> dict[str, Any]:
     client_counts = [1, 4, 16] if quick else [1, 2, 4, 8, 16]
     per_client = 20 if quick else 60
-    results: dict[str, Any] = {"single": [], "batch": [], "coarse": [], "gateway": []}
+    results: dict[str, Any] = {
+        "single": [],
+        "batch": [],
+        "coarse": [],
+        "subsystems": [],
+        "gateway": [],
+    }
     with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
         ensure_tables(dynalite.client(), TABLES)
         for clients in client_counts:
@@ -144,8 +167,16 @@ def run(quick: bool) -> dict[str, Any]:
             )
         for clients in [1, 4]:
             results["batch"].append(in_process(dynalite, clients, 2 if quick else 5, 1000, "0.001"))
-        # The limit set by the granularity: at r = 1 s, one IBI per second per subsystem.
+        # The limit set by the granularity: at r = 1 s, one IBI per second per subsystem...
         results["coarse"].append(in_process(dynalite, 2, 3 if quick else 5, 1, "1"))
+        # ...and more subsystems (prefixes) add to it: 4 subsystems at r = 1 s.
+        results["subsystems"].append(
+            in_process(dynalite, 4, 3 if quick else 5, 1, "1", subsystems=4)
+        )
+        # Contention spread: 16 clients over 4 subsystems at r = 0.001 s.
+        results["subsystems"].append(
+            in_process(dynalite, 16, max(2, per_client // 8), 1, "0.001", subsystems=4)
+        )
         for clients in [1, 4] if quick else [1, 4, 8]:
             results["gateway"].append(through_gateway(dynalite, clients, 10 if quick else 40))
     save("minting", results)

@@ -92,6 +92,7 @@ def measure(
             runtime.hints = LocationHints(capacity=0 if name == "no_hints" else 10_000)
             Resolver(ask).resolve(url, "127.0.0.1")  # warm: registry cache, connections, hint
             requests_before = runtime.requests_made
+            seen_before = sum(len(a.requests) for a in archives)
             times = []
             cpu_before = resource.getrusage(resource.RUSAGE_SELF)
             for _ in range(rounds):
@@ -105,10 +106,13 @@ def measure(
             )
             made = runtime.requests_made - requests_before
             requests = made / rounds if name != "serial" else archives_count
+            # What the Archives themselves counted (urlRequests received), per resolution.
+            seen = (sum(len(a.requests) for a in archives) - seen_before) / rounds
             results[name] = {
                 **summary_ms(times),
                 "cpu_ms_per_resolution": round(cpu / rounds * 1000, 2),
                 "archive_requests_per_resolution": round(requests, 2),
+                "requests_counted_by_archives": round(seen, 2),
             }
         results["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return results
