@@ -292,26 +292,52 @@ def switch_archive(
 
     The eight pairs of seed 001 Table 5.2, the Archive's own details read from its API.
     """
+    service = archive.service()
+    label = service["archiveserviceibi"].get("ibip") or service["archiveserviceibi"]["rep"]
+    return send_switch(
+        resolver_url,
+        address=service["archiveaddress"],
+        service_ibi=label,
+        base_url=service["base_url"],
+        registration_key=registration_key,
+        on=on,
+        resolver_service_ibi=resolver_service_ibi,
+        admin_email=admin_email,
+        archive_ip=archive_ip,
+        timeout=timeout,
+    )
+
+
+def send_switch(
+    resolver_url: str,
+    *,
+    address: str,
+    service_ibi: str,
+    base_url: str,
+    registration_key: str,
+    on: bool,
+    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5",
+    admin_email: str = "admin@localhost",
+    archive_ip: str | None = None,
+    timeout: float = 30.0,
+) -> str:
+    """The inclusion or exclusion request itself, from the Archive's details; the answer."""
     from ibi import __version__
     from ibi.core.pairlist import encode_query
 
-    service = archive.service()
-    base = service["base_url"]
-    split = urlsplit(base)
-    label = service["archiveserviceibi"].get("ibip") or service["archiveserviceibi"]["rep"]
-    ip = archive_ip or split.hostname or ""
+    split = urlsplit(base_url)
     pairs = [
         ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
-        ("archiveaddress", service["archiveaddress"]),
-        ("archiveserviceibi", label),
-        ("archiveip", ip),
+        ("archiveaddress", address),
+        ("archiveserviceibi", service_ibi),
+        ("archiveip", archive_ip or split.hostname or ""),
         ("archiveprotocol", split.scheme.upper()),
         ("archiveplatformversion", f"ibi-{__version__}"),
         ("archiveadmemailaddress", admin_email),
         ("registrationkey", registration_key),
     ]
     url = f"{resolver_url.rstrip('/')}/{resolver_service_ibi}?{encode_query(pairs)}"
-    request = urllib.request.Request(url, headers={"User-Agent": f"ibi-cli/{__version__}"})  # noqa: S310
+    request = urllib.request.Request(url, headers={"User-Agent": f"ibi/{__version__}"})  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             text: str = response.read().decode("ascii", "replace")

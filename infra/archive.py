@@ -92,6 +92,8 @@ class Archive(Construct):
         base_url: str | None = None,
         platform_software: str | None = None,
         urlkey_ttl_seconds: int = DEFAULT_URLKEY_TTL_SECONDS,
+        join_resolver_url: str | None = None,
+        registration_key_parameter: str | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_level: str = "INFO",
         code: lambda_.Code | None = None,
@@ -155,6 +157,8 @@ class Archive(Construct):
             "IBI_ARCHIVE_BASE_URL": base_url,
             "IBI_PLATFORM_SOFTWARE": platform_software,
             "IBI_MINT_SUBSYSTEM": mint_subsystem,
+            "IBI_JOIN_RESOLVER_URL": join_resolver_url,
+            "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
         }
         environment.update({name: value for name, value in optional.items() if value})
         self.function = lambda_.Function(
@@ -175,6 +179,18 @@ class Archive(Construct):
             environment=environment,
         )
         self._grant_function_access()
+        if registration_key_parameter:
+            # Read the registration key to switch itself on at the resolver (one parameter).
+            name = registration_key_parameter.lstrip("/")
+            iam.Grant.add_to_principal(
+                grantee=self.role,
+                actions=["ssm:GetParameter"],
+                resource_arns=[
+                    Stack.of(self).format_arn(
+                        service="ssm", resource="parameter", resource_name=name
+                    )
+                ],
+            )
 
         self.api = apigwv2.HttpApi(
             self,

@@ -37,6 +37,7 @@ ARCHIVE_FIELDS = (
     "platform_software",
     "mint_subsystem",
     "urlkey_ttl_seconds",
+    "join",
     "log_retention",
 )
 
@@ -134,9 +135,28 @@ class ArchiveConfig:
     mint_subsystem: str | None = None
     urlkey_ttl_seconds: int = 600
     log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
+    # The resolver the Archive joins when it starts, and the SSM SecureString (name) holding
+    # its registration key: {"resolver_url": …, "registration_key_parameter": …}.
+    join_resolver_url: str | None = None
+    registration_key_parameter: str | None = None
 
     def __post_init__(self) -> None:
         key = ARCHIVE_CONTEXT_KEY
+        if (self.join_resolver_url is None) != (self.registration_key_parameter is None):
+            raise ConfigError(f"{key}.join: give resolver_url and registration_key_parameter")
+        if self.join_resolver_url is not None and not BASE_URL_PATTERN.fullmatch(
+            str(self.join_resolver_url).rstrip("/")
+        ):
+            raise ConfigError(
+                f"{key}.join.resolver_url: {self.join_resolver_url!r} is not https://host"
+            )
+        parameter = self.registration_key_parameter
+        if parameter is not None and not re.fullmatch(
+            r"/?[A-Za-z0-9_.\-/]{1,1000}", str(parameter)
+        ):
+            raise ConfigError(
+                f"{key}.join.registration_key_parameter: {parameter!r} is not an SSM name"
+            )
         base_url = self.base_url
         if base_url is not None:
             if not isinstance(base_url, str) or not BASE_URL_PATTERN.fullmatch(
@@ -176,6 +196,17 @@ class ArchiveConfig:
         }
         if raw.get("log_retention") is not None:
             values["log_retention"] = _retention(raw["log_retention"], ARCHIVE_CONTEXT_KEY)
+        join = raw.get("join")
+        if join is not None:
+            if not isinstance(join, Mapping) or set(join) != {
+                "resolver_url",
+                "registration_key_parameter",
+            }:
+                raise ConfigError(
+                    f"{ARCHIVE_CONTEXT_KEY}.join: {{resolver_url, registration_key_parameter}}"
+                )
+            values["join_resolver_url"] = join["resolver_url"]
+            values["registration_key_parameter"] = join["registration_key_parameter"]
         return cls(**values)
 
     def check_minting(self, minting: MintingConfig) -> None:

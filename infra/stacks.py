@@ -97,6 +97,8 @@ class ArchiveStack(Stack):
             platform_software=config.platform_software,
             urlkey_ttl_seconds=config.urlkey_ttl_seconds,
             log_retention=config.log_retention,
+            join_resolver_url=config.join_resolver_url,
+            registration_key_parameter=config.registration_key_parameter,
         )
         grant_mint(self.minting, self.archive.role)
         self.operations = Operations(

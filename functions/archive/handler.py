@@ -64,10 +64,11 @@ class ArchiveRuntime:
     settings: ArchiveSettings
     clock: Callable[[], Decimal]
     files: Any = None  # functions.archive.files.S3FileStore, when this Archive keeps files
+    key_source: Callable[[], str] | None = None  # the registration key (SSM), when joining
     _identity: ArchiveIdentity | None = None
     _views: ArchiveViews | None = None
 
-    def start(self, base_url: str) -> tuple[ArchiveIdentity, ArchiveViews]:
+    def start(self, base_url: str, *, join: bool = True) -> tuple[ArchiveIdentity, ArchiveViews]:
         """On the first request: the base URL, and the Archive's service item (minted once)."""
         if self._identity is None or self._views is None:
             base = self.settings.base_url or base_url
@@ -77,7 +78,38 @@ class ArchiveRuntime:
                 address=address, service=service_item.ibi, platform=self.settings.platform
             )
             self._views = ArchiveViews(base)
+            # Not while answering the protocol: the resolver's confirmation call must not
+            # start another inclusion.
+            if join and self.settings.join_resolver_url and self.key_source is not None:
+                self._join(base, address, service_item.ibi.key)
         return self._identity, self._views
+
+    def _join(self, base: str, address: str, service_ibi: str) -> None:
+        """Switch this Archive on at its resolver (spec §4), once per execution environment.
+
+        The resolver calls the Archive back, on another execution environment; a failure is
+        logged and does not stop the Archive from serving (an administrator can `ibi archive on`).
+        """
+        from ibi.client import ApiError, send_switch
+
+        assert self.key_source is not None and self.settings.join_resolver_url is not None
+        try:
+            answer = send_switch(
+                self.settings.join_resolver_url,
+                address=address,
+                service_ibi=service_ibi,
+                base_url=base,
+                registration_key=self.key_source(),
+                on=True,
+                resolver_service_ibi=self.settings.resolver_service_ibi,
+                admin_email=self.settings.admin_email,
+                timeout=10,
+            )
+            logger.info("switched on at the resolver", extra={"answer": " ".join(answer.split())})
+        except (ApiError, OSError) as error:
+            logger.warning(
+                "could not switch on at the resolver", extra={"reason": str(error)[:200]}
+            )
 
 
 def clock() -> Decimal:
@@ -116,7 +148,8 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         current = runtime_provider()
         context = app.current_event.request_context
         proto = app.current_event.headers.get("x-forwarded-proto", "https")
-        identity, views = current.start(f"{proto}://{context.domain_name}")
+        protocol = "servicesubject" in (app.current_event.raw_query_string or "")
+        identity, views = current.start(f"{proto}://{context.domain_name}", join=not protocol)
         return current, identity, views
 
     def after(prefix: str) -> str:
@@ -582,7 +615,17 @@ def _runtime() -> ArchiveRuntime:
 
     # SigV4 presigning signs the length and checksum of uploads (SigV2 would not).
     s3 = boto3.client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
-    return runtime_from_settings(settings, boto3.client("dynamodb"), s3)
+    runtime = runtime_from_settings(settings, boto3.client("dynamodb"), s3)
+    parameter = settings.registration_key_parameter
+    if parameter:
+        ssm = boto3.client("ssm")
+
+        def read_key() -> str:
+            answer = ssm.get_parameter(Name=parameter, WithDecryption=True)
+            return str(answer["Parameter"]["Value"]).strip()
+
+        runtime.key_source = read_key
+    return runtime
 
 
 def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:

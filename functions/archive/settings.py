@@ -27,6 +27,10 @@ class ArchiveSettings:
     mint_subsystem: str | None
     bucket: str | None
     urlkey_ttl_seconds: int = 600
+    join_resolver_url: str | None = None  # switch on at this resolver when first started
+    registration_key_parameter: str | None = None  # SSM SecureString holding the key
+    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5"
+    admin_email: str = "admin@localhost"
     serve_inline_bytes: int = 4 * 1024 * 1024
 
     @classmethod
@@ -39,6 +43,14 @@ class ArchiveSettings:
                 raise ValueError(f"IBI_ARCHIVE_BASE_URL {base_url!r} is not http(s)://host[:port]")
             platform_text = env.get("IBI_PLATFORM_SOFTWARE", "")
             ttl = int(env.get("IBI_URLKEY_TTL_SECONDS", "600"))
+            joining = (
+                bool(env.get("IBI_JOIN_RESOLVER_URL")),
+                bool(env.get("IBI_REGISTRATION_KEY_PARAMETER")),
+            )
+            if joining[0] != joining[1]:
+                raise ValueError(
+                    "IBI_JOIN_RESOLVER_URL and IBI_REGISTRATION_KEY_PARAMETER go together"
+                )
             if not 10 <= ttl <= 86400:
                 raise ValueError("IBI_URLKEY_TTL_SECONDS must be from 10 to 86400")
             return cls(
@@ -49,6 +61,10 @@ class ArchiveSettings:
                 mint_subsystem=env.get("IBI_MINT_SUBSYSTEM") or None,
                 bucket=env.get("IBI_ARCHIVE_BUCKET") or None,
                 urlkey_ttl_seconds=ttl,
+                join_resolver_url=env.get("IBI_JOIN_RESOLVER_URL") or None,
+                registration_key_parameter=env.get("IBI_REGISTRATION_KEY_PARAMETER") or None,
+                resolver_service_ibi=env.get("IBI_RESOLVER_SERVICE_IBI") or "J8LNKB5R7W/3FUQHC5",
+                admin_email=env.get("IBI_ADMIN_EMAIL") or "admin@localhost",
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error

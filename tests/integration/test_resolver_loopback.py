@@ -299,3 +299,45 @@ def test_location_hints_ask_the_likely_archive_first(resolver: str) -> None:
         before = [len(a.requests) for a in others]
         assert get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")[0] == 302
         assert [len(a.requests) for a in others] == [b + 1 for b in before]
+
+
+def test_an_archive_configured_to_join_switches_itself_on(
+    resolver: str, dynalite_endpoint: Any
+) -> None:
+    """IBI_JOIN_RESOLVER_URL + a registration key: the Archive includes itself when it starts."""
+    from functions.archive.handler import create_app as archive_app
+    from functions.archive.handler import make_handler as archive_handler
+    from functions.archive.handler import runtime_from_settings as archive_runtime
+    from functions.archive.model import Forms
+    from functions.archive.settings import ArchiveSettings
+    from functions.archive.store import DynamoItemStore
+    from functions.archive.store import ensure_table as ensure_items
+
+    dynalite, client = dynalite_endpoint
+    ensure_items(client, "joining-items")
+    service = Forms(ibip="8JMKD3MGP8W/3FSUP4L")
+    DynamoItemStore(client, "joining-items").claim_service_item(service)
+    ResolverClient(resolver, sign=False).register(service.ibip or "", KEY)
+    port = free_port()
+    settings = ArchiveSettings.from_environment(
+        {
+            "IBI_ARCHIVE_TABLE": "joining-items",
+            "IBI_ARCHIVE_BASE_URL": f"http://127.0.0.1:{port}",
+            "IBI_JOIN_RESOLVER_URL": resolver,
+            "IBI_REGISTRATION_KEY_PARAMETER": "/ibi/test/key",
+        }
+    )
+
+    def handler() -> Any:
+        runtime = archive_runtime(settings, dynalite.client())
+        runtime.key_source = lambda: KEY  # in AWS: the SSM SecureString named above
+        return archive_handler(archive_app(lambda: runtime))
+
+    gateway = LocalGateway("archive", handler, port, workers=2).start()
+    try:
+        assert get(f"{gateway.url}/api/service", accept="application/json")[0] == 200
+        [archive] = ResolverClient(resolver, sign=False).archives()
+        assert archive["included"] and archive["confirmed"]
+        assert archive["address"] == f"127.0.0.1:{port}"
+    finally:
+        gateway.shutdown()
