@@ -14,7 +14,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.minting import MintingService, logged_stage
+from infra.minting import MintingService, acknowledge_function, logged_stage
 
 GET = apigwv2.HttpMethod.GET
 POST = apigwv2.HttpMethod.POST
@@ -252,15 +252,8 @@ class Archive(Construct):
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         bucket_id = _logical_id(self.files_bucket)
+        acknowledge_function(self.role, self.function)
         Validations.of(self.role).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-IAM5[Resource::*]",
-                reason=(
-                    "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
-                    "which support no resource-level permissions: AWS documents Resource '*' "
-                    "for them. Every other statement names its table, bucket or log group."
-                ),
-            ),
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{FILES_PREFIX}*]",
                 reason=(
@@ -269,16 +262,6 @@ class Archive(Construct):
                     "exists in advance. Only GetObject and PutObject are allowed, only there."
                 ),
             ),
-        )
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-L1",
-                reason=(
-                    "Python 3.13 is the runtime this project targets on purpose: the wheels in "
-                    "infra/bundling.py are built for cp313 and the code is tested on it. A newer "
-                    "runtime is adopted by changing both together, not by drift."
-                ),
-            )
         )
         Validations.of(self.public_route).acknowledge(
             Acknowledgment(

@@ -57,6 +57,30 @@ ACCESS_LOG_FORMAT = json.dumps(
 )
 
 
+def acknowledge_function(role: iam.IRole, function: lambda_.IFunction) -> None:
+    """The two cdk-nag findings every ibi Lambda accepts, with the reasons they are safe."""
+    Validations.of(role).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-IAM5[Resource::*]",
+            reason=(
+                "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
+                "which support no resource-level permissions: AWS documents Resource '*' "
+                "for them. Every other statement names its table, bucket, secret or log group."
+            ),
+        )
+    )
+    Validations.of(function).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-L1",
+            reason=(
+                "Python 3.13 is the runtime this project targets on purpose: the wheels in "
+                "infra/bundling.py are built for cp313 and the code is tested on it. A newer "
+                "runtime is adopted by changing both together, not by drift."
+            ),
+        )
+    )
+
+
 def logged_stage(
     scope: Construct, api: apigwv2.HttpApi, retention: logs.RetentionDays
 ) -> tuple[apigwv2.HttpStage, logs.LogGroup]:
@@ -221,26 +245,7 @@ class MintingService(Construct):
 
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
-        Validations.of(self.role).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-IAM5[Resource::*]",
-                reason=(
-                    "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
-                    "which support no resource-level permissions: AWS documents Resource '*' "
-                    "for them. Every other statement names its table or log group."
-                ),
-            )
-        )
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-L1",
-                reason=(
-                    "Python 3.13 is the runtime this project targets on purpose: the wheels in "
-                    "infra/bundling.py are built for cp313 and the code is tested on it. A newer "
-                    "runtime is adopted by changing both together, not by drift."
-                ),
-            )
-        )
+        acknowledge_function(self.role, self.function)
 
 
 @jsii.implements(apigwv2.IAccessLogSettings)

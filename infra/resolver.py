@@ -15,7 +15,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.minting import logged_stage
+from infra.minting import acknowledge_function, logged_stage
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -179,25 +179,7 @@ class Resolver(Construct):
             route.grant_invoke(grantee)
 
     def _acknowledge_findings(self) -> None:
-        Validations.of(self.role).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-IAM5[Resource::*]",
-                reason=(
-                    "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
-                    "which support no resource-level permissions: AWS documents Resource '*' "
-                    "for them. Every other statement names its table, secret or log group."
-                ),
-            )
-        )
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-L1",
-                reason=(
-                    "Python 3.13 is the runtime this project targets on purpose: the wheels in "
-                    "infra/bundling.py are built for cp313 and the code is tested on it."
-                ),
-            )
-        )
+        acknowledge_function(self.role, self.function)
         Validations.of(self.pepper).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-SMG4",
