@@ -155,13 +155,13 @@ class Resolver:
             base_pairs.append(("parsedibiurl.filepath", url.file_path.lstrip("/")))
         file_list = url.wants_file_list
         required_original = url.required_item_status == "Original"
-        asked: set[str] = set()
+        asked: set[tuple[str, str]] = set()  # (IBI, relation): never asked twice
         current = url.ibi.label
         anyone_answered = False
         deleted_seen = False
         known = False
         for hop in range(MAX_HOPS + 1):
-            key = parse_label(current).label
+            key = (parse_label(current).label, str(relation))
             if key in asked:
                 break
             asked.add(key)
@@ -176,8 +176,13 @@ class Resolver:
             held = [a for a in answers if a.pairs]
             if not held:
                 break
+            asked_for = relation
             relation = self._negotiate(relation, [a.pairs for a in held if a.pairs])
             with_url = [a for a in held if a.pairs and _url_pair(a.pairs, relation)]
+            if relation != asked_for and not with_url:
+                # The language chosen (or the item itself) was not in answers filtered for
+                # the bare `+`: ask again for exactly that.
+                continue
             if required_original:
                 originals = [
                     a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"
@@ -212,7 +217,7 @@ class Resolver:
                     if a.pairs
                     and (step := next_hop(relation, a.pairs)) is not None
                     and (target := _ibi_of(a.pairs, step.pair_name)) is not None
-                    and parse_label(target).label not in asked
+                    and (parse_label(target).label, str(step.relation)) not in asked
                 ),
                 None,
             )

@@ -58,6 +58,9 @@ def test_every_printed_url_answers_as_the_spec_says(tmp_path: Path) -> None:
                 assert location and location.startswith("http://127.0.0.1:")
                 assert fetch(location)[0] == 200, location  # the Archive serves what it named
 
+        for expected, url in urls:  # and as curl asks: no Accept-Language at all
+            assert fetch(url)[0] == expected, url
+
         # The acknowledgment reaches the Archive that gave the URL, and only it.
         report = urls[0][1].rsplit(":", 1)[1].split("/", 1)[1]
         before = accesses(run.archives[0], report)

@@ -325,3 +325,36 @@ def test_location_hints_by_ibi_and_prefix_bounded() -> None:
     hints.learn("8JMKD3MGP7W/3EPGUE5", C)  # capacity 4: the oldest entries go
     assert hints.likely("LK47B6W/362SFKH") is None
     assert hints.likely("8JMKD3MGP7W/3EPGUE5") == C
+
+
+class FilteringArchives(FakeArchives):
+    """Archives that FILTER their answers by the verb list, as Archives may (spec §6)."""
+
+    def __call__(
+        self, ibi: str, pairs: Sequence[tuple[str, str]], enough: object = None
+    ) -> list[ArchiveAnswer]:
+        verbs = dict(pairs).get("parsedibiurl.verblist", "")
+        answers = super().__call__(ibi, pairs, enough)
+        keep = (
+            (lambda name: ".translation" in name or name in {"ibi", "urlkey"})
+            if verbs
+            else (lambda name: ".translation" not in name)
+        )
+        return [
+            ArchiveAnswer(a.archive, a.address, a.pairs.filter(keep) if a.pairs else a.pairs)
+            for a in answers
+        ]
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"), [(None, "http://a/item.pdf"), ("pt", "http://b/pt.pdf")]
+)
+def test_bare_plus_with_filtering_archives(accept: str | None, expected: str) -> None:
+    archives = FilteringArchives(
+        {
+            (A, "LK47B6W/362SFKH"): TRANSLATIONS + "\nurl http://a/item.pdf",
+            (B, "LK47B6W/362SFKJ"): PORTUGUESE,
+        }
+    )
+    found = resolve(archives, "/LK47B6W/362SFKH+", accept)
+    assert isinstance(found, Found) and found.url == expected
