@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ibi.core.relations import MODIFIERS
 from ibi.local.stores import free_port
 from tests.e2e.support import LocalRun, cli
 
@@ -87,22 +88,7 @@ def test_every_modifier_through_the_federation(tmp_path: Path) -> None:
     run = LocalRun(tmp_path / "data", free_port(), demo=True).start()
     try:
         report_url = printed_urls(run)[0][1]
-        modifiers = [
-            ":",
-            ":+",
-            "!",
-            "!+",
-            "!:",
-            "!+:",
-            "!:+",
-            "!+:+",
-            "+",
-            "+!",
-            "+:",
-            "+!:",
-            "+:+",
-            "+!:+",
-        ]
+        modifiers = MODIFIERS  # the 14 of Table 6.2
         for modifier in modifiers:
             status, location = fetch(report_url + modifier, **{"Accept-Language": "en"})
             assert status in {302, 404}, (modifier, status)
