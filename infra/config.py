@@ -1,11 +1,11 @@
 """The deployment's settings, read once from the CDK context and validated.
 
 The context comes from ``cdk.json`` and ``cdk -c KEY=VALUE``; each service has one key
-(``ibi:minting``, ``ibi:archive``) whose value is an object, or that object as a JSON string
-(how ``-c`` passes it). A missing key or field takes the default below; anything wrong stops the
-synth with a message naming the field. Values are checked by the rules the Lambdas apply
-(``ibi.core.subsystem``, ``ibi.core.labels``, the Archive's settings), so a configuration a
-Lambda would refuse is never deployed.
+(``ibi:minting``, ``ibi:archive``, ``ibi:resolver``, ``ibi:ci``, ``ibi:operations``) whose value
+is an object, or that object as a JSON string (how ``-c`` passes it). A missing key or field
+takes the default below; anything wrong stops the synth with a message naming the field.
+Values are checked by the rules the Lambdas apply (``ibi.core.subsystem``, ``ibi.core.labels``,
+the Archive's settings), so a configuration a Lambda would refuse is never deployed.
 """
 
 from __future__ import annotations
@@ -41,6 +41,16 @@ ARCHIVE_FIELDS = (
     "log_retention",
 )
 
+RESOLVER_CONTEXT_KEY = "ibi:resolver"
+RESOLVER_FIELDS = ("domain_name", "certificate_arn", "service_ibi", "name", "log_retention")
+DEFAULT_RESOLVER_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"  # functions/resolver/settings.py
+
+CI_CONTEXT_KEY = "ibi:ci"
+CI_FIELDS = ("repository", "branch", "environment", "provider_arn")
+
+OPERATIONS_CONTEXT_KEY = "ibi:operations"
+OPERATIONS_FIELDS = ("alarm_email",)
+
 # The fields of one IBI_SUBSYSTEMS entry, as functions/minting/settings.py reads them.
 SUBSYSTEM_FIELDS = ("name", "host", "ip", "rep_port", "ibip_port", "granularity")
 
@@ -54,6 +64,22 @@ MAX_SUBSYSTEMS_JSON_BYTES = 3000
 # ``http(s)://host[:port]`` with no path, and a urlkey lives from 10 s to a day.
 BASE_URL_PATTERN = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?")
 URLKEY_TTL_RANGE = (10, 86400)
+
+# A DNS name for persistent URLs, and the ACM certificate that serves it (regional).
+DOMAIN_NAME_PATTERN = re.compile(
+    r"(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?"
+)
+CERTIFICATE_ARN_PATTERN = re.compile(
+    r"arn:aws(-[a-z]+)*:acm:(?P<region>[a-z]{2}(-[a-z]+)+-\d):\d{12}:certificate/[A-Za-z0-9-]+"
+)
+# GitHub names: an owner or repository, a branch or environment. No wildcard (* ? [ ]), no
+# "..", nothing GitHub's OIDC subject would not carry literally.
+GITHUB_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+GITHUB_REF_PATTERN = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+GITHUB_PROVIDER_ARN_PATTERN = re.compile(
+    r"arn:aws(-[a-z]+)*:iam::\d{12}:oidc-provider/token\.actions\.githubusercontent\.com"
+)
+EMAIL_PATTERN = re.compile(r"[^@\s\"'<>]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
 
 DEFAULT_SUBSYSTEMS = (
     Subsystem(
@@ -219,6 +245,166 @@ class ArchiveConfig:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class ResolverConfig:
+    """What the resolver is deployed with (context key ``ibi:resolver``).
+
+    ``domain_name`` and ``certificate_arn`` (an ACM certificate in the stack's region) go
+    together: the custom domain of persistent URLs. Without them, persistent URLs are under
+    the API's own ``execute-api`` address.
+    """
+
+    domain_name: str | None = None
+    certificate_arn: str | None = None
+    service_ibi: str = DEFAULT_RESOLVER_SERVICE_IBI
+    name: str = "IBI resolver"
+    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
+
+    def __post_init__(self) -> None:
+        key = RESOLVER_CONTEXT_KEY
+        if (self.domain_name is None) != (self.certificate_arn is None):
+            raise ConfigError(
+                f"{key}: give domain_name and certificate_arn together (the custom domain of "
+                "persistent URLs and its ACM certificate), or neither"
+            )
+        domain = self.domain_name
+        if domain is not None:
+            if not isinstance(domain, str) or not DOMAIN_NAME_PATTERN.fullmatch(
+                domain.lower().rstrip(".")
+            ):
+                raise ConfigError(f"{key}.domain_name: {domain!r} is not a DNS name")
+            object.__setattr__(self, "domain_name", domain.lower().rstrip("."))
+        arn = self.certificate_arn
+        if arn is not None and (
+            not isinstance(arn, str) or not CERTIFICATE_ARN_PATTERN.fullmatch(arn)
+        ):
+            raise ConfigError(f"{key}.certificate_arn: {arn!r} is not an ACM certificate ARN")
+        service = self.service_ibi
+        if not isinstance(service, str):
+            raise ConfigError(f"{key}.service_ibi: {service!r} is not an IBI")
+        try:
+            object.__setattr__(self, "service_ibi", parse_label(service).label)
+        except InvalidInput as error:
+            raise ConfigError(f"{key}.service_ibi: {error}") from None
+        name = self.name
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 100:
+            raise ConfigError(f"{key}.name: {name!r} is not a name of 1-100 characters")
+
+    @property
+    def certificate_region(self) -> str | None:
+        """The region of the certificate: an HTTP API's domain needs one in its own region."""
+        if self.certificate_arn is None:
+            return None
+        match = CERTIFICATE_ARN_PATTERN.fullmatch(self.certificate_arn)
+        assert match is not None  # checked above
+        return match["region"]
+
+    @classmethod
+    def from_context(cls, raw: Any) -> ResolverConfig:
+        """Parse the context value; ``None`` (key absent) gives the defaults."""
+        if raw is None:
+            return cls()
+        raw = _context_object(raw, RESOLVER_CONTEXT_KEY, RESOLVER_FIELDS)
+        values: dict[str, Any] = {
+            name: raw[name]
+            for name in ("domain_name", "certificate_arn", "service_ibi", "name")
+            if raw.get(name) is not None
+        }
+        if raw.get("log_retention") is not None:
+            values["log_retention"] = _retention(raw["log_retention"], RESOLVER_CONTEXT_KEY)
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class CiConfig:
+    """The CI role's one trusted workflow (context key ``ibi:ci``): GitHub Actions by OIDC.
+
+    ``repository`` is ``OWNER/REPO``; exactly one of ``branch`` and ``environment`` names what
+    may assume the role. ``provider_arn`` reuses the account's GitHub OIDC provider (an
+    account has at most one); without it the stack creates it.
+    """
+
+    repository: str
+    branch: str | None = None
+    environment: str | None = None
+    provider_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        key = CI_CONTEXT_KEY
+        repository = self.repository
+        owner, _, name = str(repository).partition("/")
+        if not (
+            isinstance(repository, str)
+            and GITHUB_NAME_PATTERN.fullmatch(owner)
+            and GITHUB_NAME_PATTERN.fullmatch(name)
+        ):
+            raise ConfigError(f"{key}.repository: {repository!r} is not OWNER/REPO (no wildcard)")
+        if (self.branch is None) == (self.environment is None):
+            raise ConfigError(f"{key}: give exactly one of branch and environment")
+        field_name = "branch" if self.branch is not None else "environment"
+        value = self.branch if self.branch is not None else self.environment
+        if (
+            not isinstance(value, str)
+            or not GITHUB_REF_PATTERN.fullmatch(value)
+            or ".." in value
+            or value.startswith("refs/")
+            or (field_name == "environment" and "/" in value)
+        ):
+            raise ConfigError(
+                f"{key}.{field_name}: {value!r} is not one {field_name} (a plain name, no "
+                "wildcard, no refs/ prefix)"
+            )
+        provider = self.provider_arn
+        if provider is not None and (
+            not isinstance(provider, str) or not GITHUB_PROVIDER_ARN_PATTERN.fullmatch(provider)
+        ):
+            raise ConfigError(
+                f"{key}.provider_arn: {provider!r} is not the ARN of an IAM OIDC provider for "
+                "token.actions.githubusercontent.com"
+            )
+
+    @property
+    def subject(self) -> str:
+        """The one ``sub`` claim the role trusts."""
+        if self.branch is not None:
+            return f"repo:{self.repository}:ref:refs/heads/{self.branch}"
+        return f"repo:{self.repository}:environment:{self.environment}"
+
+    @classmethod
+    def from_context(cls, raw: Any) -> CiConfig | None:
+        """Parse the context value; ``None`` (key absent): no CI role."""
+        if raw is None:
+            return None
+        raw = _context_object(raw, CI_CONTEXT_KEY, CI_FIELDS)
+        if "repository" not in raw:
+            raise ConfigError(f"{CI_CONTEXT_KEY}.repository: missing (OWNER/REPO)")
+        return cls(**{name: raw[name] for name in CI_FIELDS if raw.get(name) is not None})
+
+
+@dataclass(frozen=True, slots=True)
+class OperationsConfig:
+    """Where alarms go (context key ``ibi:operations``): an e-mail address, or nowhere.
+
+    With ``alarm_email``, each stack has an SNS topic that its alarms (and their return to OK)
+    publish to, with that address subscribed; AWS mails it a confirmation link first.
+    """
+
+    alarm_email: str | None = None
+
+    def __post_init__(self) -> None:
+        email = self.alarm_email
+        if email is not None and (not isinstance(email, str) or not EMAIL_PATTERN.fullmatch(email)):
+            raise ConfigError(f"{OPERATIONS_CONTEXT_KEY}.alarm_email: {email!r} is not an address")
+
+    @classmethod
+    def from_context(cls, raw: Any) -> OperationsConfig:
+        """Parse the context value; ``None`` (key absent) gives the defaults."""
+        if raw is None:
+            return cls()
+        raw = _context_object(raw, OPERATIONS_CONTEXT_KEY, OPERATIONS_FIELDS)
+        return cls(**{name: raw[name] for name in OPERATIONS_FIELDS if raw.get(name) is not None})
+
+
 def _context_object(raw: Any, key: str, fields: Iterable[str]) -> Mapping[str, Any]:
     """A service's context value as a mapping of known fields (parsed if given as JSON)."""
     if isinstance(raw, str):
@@ -271,6 +457,21 @@ def archive_config(scope: Construct) -> ArchiveConfig:
     return ArchiveConfig.from_context(scope.node.try_get_context(ARCHIVE_CONTEXT_KEY))
 
 
+def resolver_config(scope: Construct) -> ResolverConfig:
+    """The resolver settings from the context visible at ``scope``."""
+    return ResolverConfig.from_context(scope.node.try_get_context(RESOLVER_CONTEXT_KEY))
+
+
+def ci_config(scope: Construct) -> CiConfig | None:
+    """The CI role's settings from the context visible at ``scope``; ``None``: no CI role."""
+    return CiConfig.from_context(scope.node.try_get_context(CI_CONTEXT_KEY))
+
+
+def operations_config(scope: Construct) -> OperationsConfig:
+    """Where alarms go, from the context visible at ``scope``."""
+    return OperationsConfig.from_context(scope.node.try_get_context(OPERATIONS_CONTEXT_KEY))
+
+
 def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
     """The ``context`` of ``cdk.json``, for apps synthesized without the CLI (tests, scripts).
 
@@ -318,4 +519,13 @@ def stacks_config(scope: Construct) -> tuple[str, ...]:
             "Archive stack has its own minting service, and two minting services for the same "
             "subsystems could issue the same IBI twice"
         )
-    return tuple(dict.fromkeys(raw))
+    chosen = tuple(dict.fromkeys(raw))
+    if scope.node.try_get_context(CI_CONTEXT_KEY) is not None and not {
+        "minting",
+        "archive",
+    } & set(chosen):
+        raise ConfigError(
+            f"{CI_CONTEXT_KEY}: the CI role mints and deposits, so it needs the 'archive' or the "
+            f"'minting' stack in {STACKS_CONTEXT_KEY} (chosen: {list(chosen)})"
+        )
+    return chosen

@@ -15,6 +15,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
+from infra.config import DEFAULT_RESOLVER_SERVICE_IBI
 from infra.minting import acknowledge_function, logged_stage
 
 GET = apigwv2.HttpMethod.GET
@@ -27,16 +28,20 @@ REGISTRY_ACTIONS = (
     "dynamodb:UpdateItem",  # register, switch on/off, note an answer, count a failure
     "dynamodb:Scan",  # the included Archives (a small table: one item per Archive)
 )
+# handler.py's load_pepper reads the secret's value, once per execution environment.
+PEPPER_ACTIONS = ("secretsmanager:GetSecretValue",)
 HANDLER = "functions.resolver.handler.lambda_handler"
-DEFAULT_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"
-ARCHIVE_TIMEOUT_SECONDS = 3
-DEADLINE_SECONDS = 10  # the fan-out's budget; API Gateway gives up at 30 s
-TIMEOUT = Duration.seconds(DEADLINE_SECONDS + 5)
+ARCHIVE_TIMEOUT_SECONDS = 3  # one Archive's answer
+DEADLINE_SECONDS = 10  # a whole resolution (every round); API Gateway gives up at 30 s
+TIMEOUT = Duration.seconds(DEADLINE_SECONDS + 5)  # the deadline, then the answer
 MEMORY_MB = 1024  # network-bound; more memory is more CPU for 64 concurrent requests
 
 # Public: persistent URLs, the service protocol, the pages. IAM: the administration.
 PUBLIC_ROUTES = ((GET, "/"), (GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
-ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"), (GET, "/admin/{proxy+}"))
+ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"))
+# GET and HEAD /{proxy+} are public: these more specific routes keep the whole /admin/
+# namespace behind IAM, even for a route added to the Lambda only (as the Archive's /api/).
+ADMIN_GUARD_ROUTES = ((GET, "/admin/{proxy+}"), (HEAD, "/admin/{proxy+}"))
 
 
 class Resolver(Construct):
@@ -55,7 +60,7 @@ class Resolver(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        service_ibi: str = DEFAULT_SERVICE_IBI,
+        service_ibi: str = DEFAULT_RESOLVER_SERVICE_IBI,
         name: str = "IBI resolver",
         domain_name: str | None = None,
         certificate_arn: str | None = None,
@@ -64,6 +69,8 @@ class Resolver(Construct):
         code: lambda_.Code | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        if (domain_name is None) != (certificate_arn is None):
+            raise ValueError("domain_name and certificate_arn go together, or neither is given")
         self.registry_table = dynamodb.Table(
             self,
             "RegistryTable",
@@ -115,13 +122,19 @@ class Resolver(Construct):
                 "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
                 "IBI_RESOLUTION_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
                 "IBI_RESOLVER_NAME": name,
+                # IBI_ALLOW_NETWORKS is left unset (empty): in AWS the resolver contacts
+                # public addresses only, never a private or link-local one (network.py).
                 "POWERTOOLS_SERVICE_NAME": "resolver",
                 "POWERTOOLS_METRICS_NAMESPACE": "ibi",
                 "LOG_LEVEL": log_level,
             },
         )
         self.registry_table.grant(self.function, *REGISTRY_ACTIONS)
-        self.pepper.grant_read(self.role)
+        # Not pepper.grant_read: it adds DescribeSecret, which the function never calls. The
+        # secret is encrypted with the AWS-managed key, which needs no grant of its own.
+        iam.Grant.add_to_principal(
+            grantee=self.role, actions=list(PEPPER_ACTIONS), resource_arns=[self.pepper.secret_arn]
+        )
         self.log_group.grant_write(self.role)
 
         self.api = apigwv2.HttpApi(
@@ -142,7 +155,7 @@ class Resolver(Construct):
                 authorizer=apigwv2.HttpNoneAuthorizer(),
             )
         self.admin_routes: list[apigwv2.HttpRoute] = []
-        for method, path in ADMIN_ROUTES:
+        for method, path in (*ADMIN_ROUTES, *ADMIN_GUARD_ROUTES):
             self.admin_routes += self.api.add_routes(
                 path=path,
                 methods=[method],
@@ -150,7 +163,7 @@ class Resolver(Construct):
                 authorizer=HttpIamAuthorizer(),
             )
         self.domain: apigwv2.DomainName | None = None
-        if domain_name and certificate_arn:
+        if domain_name is not None and certificate_arn is not None:
             self.domain = apigwv2.DomainName(
                 self,
                 "Domain",
@@ -173,12 +186,21 @@ class Resolver(Construct):
         assert url is not None
         return url
 
+    @property
+    def api_url(self) -> str:
+        """The API's own ``execute-api`` address, ending in ``/``: ``ibi resolver register``
+        signs its requests there without being told the region (``--sign --region``)."""
+        url = self.stage.url
+        assert url is not None
+        return url
+
     def grant_admin(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` register Archives (``execute-api:Invoke`` on ``/admin/``)."""
         for route in self.admin_routes:
             route.grant_invoke(grantee)
 
     def _acknowledge_findings(self) -> None:
+        """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         acknowledge_function(self.role, self.function)
         Validations.of(self.pepper).acknowledge(
             Acknowledgment(
@@ -186,7 +208,7 @@ class Resolver(Construct):
                 reason=(
                     "The pepper cannot be rotated automatically: every registration key is kept "
                     "only as an HMAC under it, so a new pepper means re-registering every "
-                    "Archive. Rotation is a documented manual procedure (docs/resolver.md)."
+                    "Archive. Rotating it is a manual procedure, documented in docs/deploy.md."
                 ),
             )
         )

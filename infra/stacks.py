@@ -4,28 +4,38 @@ Stacks made of the services' constructs: ``IbiArchive`` (an Archive with a minti
 its own) and ``IbiResolver`` by default; ``IbiMinting`` (a minting service alone) on request
 (context ``ibi:stacks``). ``IbiMinting`` and ``IbiArchive`` are never in one app: each keeps
 its own minting state, and two minting services for one subsystem would issue the same labels.
+Each stack has its dashboard and alarms; the CI role (``ibi:ci``) goes into the stack that
+mints, ``IbiArchive`` or ``IbiMinting``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import App, CfnOutput, Duration, Stack, Token, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from infra.archive import Archive, grant_mint
-from infra.ci import CiConfig, CiMinter
+from infra.ci import CiMinter
 from infra.config import (
+    RESOLVER_CONTEXT_KEY,
     ArchiveConfig,
+    CiConfig,
+    ConfigError,
     MintingConfig,
+    OperationsConfig,
+    ResolverConfig,
     archive_config,
+    ci_config,
     minting_config,
+    operations_config,
+    resolver_config,
     stacks_config,
 )
 from infra.minting import MintingService
 from infra.operations import Operations, Watched
-from infra.resolver import Resolver
+from infra.resolver import DEADLINE_SECONDS, Resolver
 
 MINTING_STACK_ID = "IbiMinting"
 ARCHIVE_STACK_ID = "IbiArchive"
@@ -48,14 +58,44 @@ def _outputs(stack: Stack, outputs: dict[str, tuple[str, str]]) -> None:
         CfnOutput(stack, output_id, value=value, description=description)
 
 
+def _ci_minter(
+    stack: Stack, config: CiConfig | None, minting: MintingService, archive: Archive | None = None
+) -> CiMinter | None:
+    """The CI role, when ``ibi:ci`` asks for one, and its ARN as an output."""
+    if config is None:
+        return None
+    ci = CiMinter(stack, "Ci", config=config, minting=minting, archive=archive)
+    CfnOutput(
+        stack,
+        "CiRoleArn",
+        value=ci.role.role_arn,
+        description=f"role-to-assume of the CI workflow ({config.subject})",
+    )
+    return ci
+
+
 class MintingStack(Stack):
     """The minting service and the outputs a caller needs to reach it."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: MintingConfig, **kwargs: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: MintingConfig,
+        ci: CiConfig | None = None,
+        operations: OperationsConfig | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.minting = _minting_service(self, config)
+        self.operations = Operations(
+            self,
+            "Operations",
+            watched=[Watched("minting", self.minting.function, self.minting.api)],
+            alarm_email=(operations or OperationsConfig()).alarm_email,
+        )
+        self.ci = _ci_minter(self, ci, self.minting)
         _outputs(
             self,
             {
@@ -83,6 +123,7 @@ class ArchiveStack(Stack):
         config: ArchiveConfig,
         minting: MintingConfig,
         ci: CiConfig | None = None,
+        operations: OperationsConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -108,11 +149,9 @@ class ArchiveStack(Stack):
                 Watched("minting", self.minting.function, self.minting.api),
                 Watched("archive", self.archive.function, self.archive.api),
             ],
+            alarm_email=(operations or OperationsConfig()).alarm_email,
         )
-        self.ci: CiMinter | None = None
-        if ci is not None:
-            self.ci = CiMinter(self, "Ci", config=ci, minting=self.minting, archive=self.archive)
-            CfnOutput(self, "CiRoleArn", value=self.ci.role.role_arn, description="CI role")
+        self.ci = _ci_minter(self, ci, self.minting, self.archive)
         _outputs(
             self,
             {
@@ -156,47 +195,88 @@ class ResolverStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        domain_name: str | None = None,
-        certificate_arn: str | None = None,
-        service_ibi: str = "J8LNKB5R7W/3FUQHC5",
+        config: ResolverConfig | None = None,
+        operations: OperationsConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        config = config or ResolverConfig()
+        region = config.certificate_region
+        if region is not None and not Token.is_unresolved(self.region) and region != self.region:
+            raise ConfigError(
+                f"{RESOLVER_CONTEXT_KEY}.certificate_arn: the certificate is in {region}, the "
+                f"stack in {self.region}; an HTTP API's domain needs one in its own region"
+            )
         self.resolver = Resolver(
             self,
             "Resolver",
-            service_ibi=service_ibi,
-            domain_name=domain_name,
-            certificate_arn=certificate_arn,
+            service_ibi=config.service_ibi,
+            name=config.name,
+            domain_name=config.domain_name,
+            certificate_arn=config.certificate_arn,
+            log_retention=config.log_retention,
         )
         self.operations = Operations(
             self,
             "Operations",
-            watched=[Watched("resolver", self.resolver.function, self.resolver.api)],
+            watched=[
+                Watched(
+                    "resolver",
+                    self.resolver.function,
+                    self.resolver.api,
+                    # The fan-out stops at 80% of the deadline: a p99 there means Archives
+                    # that make every resolution wait for them.
+                    latency=Duration.millis(DEADLINE_SECONDS * 800),
+                    client_errors=True,
+                )
+            ],
+            alarm_email=(operations or OperationsConfig()).alarm_email,
         )
-        _outputs(
-            self,
-            {
-                "ResolverUrl": (self.resolver.url, "Base of persistent URLs: <ResolverUrl><ibi>"),
-                "AdminUrl": (
-                    f"{self.resolver.stage.url}admin/archives",
-                    "Register Archives here (IAM/SigV4): ibi resolver register",
-                ),
-                "RegistryTableName": (self.resolver.registry_table.table_name, "The registry"),
-                "PepperSecretArn": (self.resolver.pepper.secret_arn, "HMAC key of the keys"),
-                "ResolverFunctionName": (self.resolver.function.function_name, "The Lambda"),
-            },
-        )
+        outputs = {
+            "ResolverUrl": (
+                self.resolver.url,
+                "Base of persistent URLs: <ResolverUrl><ibi> (the custom domain if one is set)",
+            ),
+            "ResolverApiUrl": (
+                self.resolver.api_url,
+                "The API's own address: --endpoint of ibi resolver register (IAM/SigV4)",
+            ),
+            "AdminUrl": (
+                f"{self.resolver.api_url}admin/archives",
+                "Register Archives here (IAM/SigV4): ibi resolver register",
+            ),
+            "RegistryTableName": (self.resolver.registry_table.table_name, "The registry"),
+            "PepperSecretArn": (
+                self.resolver.pepper.secret_arn,
+                "HMAC key under which registration keys are kept (retained; never rotate it "
+                "automatically)",
+            ),
+            "ResolverFunctionName": (self.resolver.function.function_name, "The Lambda"),
+        }
+        if self.resolver.domain is not None:
+            outputs["DomainTarget"] = (
+                self.resolver.domain.regional_domain_name,
+                f"Point {config.domain_name} here: a CNAME, or a Route 53 alias with "
+                "DomainHostedZoneId",
+            )
+            outputs["DomainHostedZoneId"] = (
+                self.resolver.domain.regional_hosted_zone_id,
+                "Hosted zone of DomainTarget, for a Route 53 alias record",
+            )
+        _outputs(self, outputs)
 
 
 def build_app(app: App) -> App:
     """Add the chosen stacks to ``app`` (context ``ibi:stacks``), and the cdk-nag checks."""
     chosen = stacks_config(app)
+    operations = operations_config(app)
     if "minting" in chosen:
         MintingStack(
             app,
             MINTING_STACK_ID,
             config=minting_config(app),
+            ci=ci_config(app),
+            operations=operations,
             description="IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
         )
     if "archive" in chosen:
@@ -205,17 +285,16 @@ def build_app(app: App) -> App:
             ARCHIVE_STACK_ID,
             config=archive_config(app),
             minting=minting_config(app),
-            ci=CiConfig.from_context(app.node.try_get_context("ibi:ci")),
+            ci=ci_config(app),
+            operations=operations,
             description="IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
         )
     if "resolver" in chosen:
-        resolver = app.node.try_get_context("ibi:resolver") or {}
         ResolverStack(
             app,
             RESOLVER_STACK_ID,
-            domain_name=resolver.get("domain_name"),
-            certificate_arn=resolver.get("certificate_arn"),
-            service_ibi=resolver.get("service_ibi", "J8LNKB5R7W/3FUQHC5"),
+            config=resolver_config(app),
+            operations=operations,
             description="IBI resolver: HTTP API (public URLs, IAM admin), Lambda, DynamoDB",
         )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

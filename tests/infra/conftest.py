@@ -18,7 +18,7 @@ from infra.stacks import (
     ResolverStack,
     build_app,
 )
-from tests.infra.support import SKIP_BUNDLING, Synthesized
+from tests.infra.support import SKIP_BUNDLING, StackT, Synthesized
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +42,59 @@ def minting_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
     app = build_app(App(outdir=str(outdir), context=context))
     app.synth()
     return app, outdir
+
+
+# Every optional resource on: the CI role, the resolver's custom domain, the alarm topic, an
+# Archive that joins its resolver. The checks (cdk-nag, cfn-lint) run on these apps too.
+CERTIFICATE_ARN = (
+    "arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555"
+)
+EVERYTHING = {
+    "ibi:ci": {"repository": "inpe/urlib", "environment": "release"},
+    "ibi:resolver": {"domain_name": "urlib.example.org", "certificate_arn": CERTIFICATE_ARN},
+    "ibi:operations": {"alarm_email": "ibi-alarms@example.org"},
+    "ibi:archive": {
+        "join": {
+            "resolver_url": "https://urlib.example.org",
+            "registration_key_parameter": "/ibi/archive/registration-key",
+        }
+    },
+}
+MINTING_EVERYTHING = {
+    "ibi:stacks": ["minting"],
+    "ibi:ci": {"repository": "inpe/urlib", "branch": "main"},
+    "ibi:operations": {"alarm_email": "ibi-alarms@example.org"},
+}
+
+
+def _synth(
+    tmp_path_factory: pytest.TempPathFactory, context: dict[str, object]
+) -> tuple[App, Path]:
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = build_app(
+        App(outdir=str(outdir), context={**cdk_json_context(), **SKIP_BUNDLING, **context})
+    )
+    app.synth()  # raises on any cdk-nag finding not acknowledged
+    return app, outdir
+
+
+@pytest.fixture(scope="session")
+def everything_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
+    """The default app with every option on (:data:`EVERYTHING`)."""
+    return _synth(tmp_path_factory, EVERYTHING)
+
+
+@pytest.fixture(scope="session")
+def minting_everything_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
+    """A minting-only app with its options on (:data:`MINTING_EVERYTHING`)."""
+    return _synth(tmp_path_factory, MINTING_EVERYTHING)
+
+
+def stack_of(app: App, stack_id: str, type_: type[StackT]) -> Synthesized[StackT]:
+    """One stack of a synthesized app, with its template."""
+    stack = app.node.find_child(stack_id)
+    assert isinstance(stack, type_)
+    return Synthesized(app, stack, Template.from_stack(stack), Path(app.outdir))
 
 
 @pytest.fixture(scope="session")

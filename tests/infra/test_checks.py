@@ -16,10 +16,12 @@ from cfnlint.api import ManualArgs, lint
 
 from infra import archive
 from infra.archive import Archive
+from infra.ci import CI_DEPOSIT_ROUTES, CiMinter
 from infra.config import ConfigError, cdk_json_context
 from infra.minting import MintingService
 from infra.resolver import Resolver
 from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, RESOLVER_STACK_ID, build_app
+from tests.infra.conftest import EVERYTHING, MINTING_EVERYTHING
 from tests.infra.support import SKIP_BUNDLING
 
 pytestmark = pytest.mark.infra
@@ -30,11 +32,21 @@ ANNOTATION_PREFIX = "Annotation::"
 # W3005: CDK writes DependsOn entries that a Ref or GetAtt already implies.
 CFN_LINT_IGNORED = ["W3005"]
 # The two apps a platform team can synthesize: the default (an Archive with its minting, and a
-# resolver) and a minting-only deployment.
+# resolver) and a minting-only deployment; each bare, and with every option on.
 STACK_IDS = {
     "default": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID],
     "minting-only": [MINTING_STACK_ID],
+    "everything": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID],
+    "minting-everything": [MINTING_STACK_ID],
 }
+_EXECUTE_API = (
+    "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:"
+)
+# The CI role: POST /mint, and the deposit routes of the Archive (each API's stage is "*").
+CI_MINT_FINDING = f"{_EXECUTE_API}<MintingApi90BDA48E>/*/POST/mint]"
+CI_DEPOSIT_FINDINGS = [
+    f"{_EXECUTE_API}<ArchiveApiE2B73998>/*/{method}{path}]" for method, path in CI_DEPOSIT_ROUTES
+]
 ACCEPTED_FINDINGS = {
     "default": [
         "AwsSolutions-APIG4",  # the Archive's public GET /{proxy+}
@@ -54,16 +66,35 @@ ACCEPTED_FINDINGS = {
     ],
     "minting-only": ["AwsSolutions-IAM5[Resource::*]", "AwsSolutions-L1"],
 }
-CONTEXTS = {"default": {}, "minting-only": {"ibi:stacks": ["minting"]}}
+ACCEPTED_FINDINGS["everything"] = sorted(
+    [
+        *ACCEPTED_FINDINGS["default"],
+        CI_MINT_FINDING,  # the CI role: POST /mint (stage wildcard)
+        *CI_DEPOSIT_FINDINGS,  # the CI role: the deposit routes (stage wildcard)
+    ]
+)
+ACCEPTED_FINDINGS["minting-everything"] = sorted(
+    [*ACCEPTED_FINDINGS["minting-only"], CI_MINT_FINDING]
+)
+CONTEXTS = {
+    "default": {},
+    "minting-only": {"ibi:stacks": ["minting"]},
+    "everything": EVERYTHING,
+    "minting-everything": MINTING_EVERYTHING,
+}
+
+
+APPS = {
+    "default": "synthesized_app",
+    "minting-only": "minting_app",
+    "everything": "everything_app",
+    "minting-everything": "minting_everything_app",
+}
 
 
 @pytest.fixture(scope="session", params=sorted(STACK_IDS))
-def deployment(
-    request: pytest.FixtureRequest,
-    synthesized_app: tuple[App, Path],
-    minting_app: tuple[App, Path],
-) -> tuple[str, App, Path]:
-    app, outdir = synthesized_app if request.param == "default" else minting_app
+def deployment(request: pytest.FixtureRequest) -> tuple[str, App, Path]:
+    app, outdir = request.getfixturevalue(APPS[request.param])
     return request.param, app, outdir
 
 
@@ -120,6 +151,7 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
     monkeypatch.setattr(Archive, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role: None)
     monkeypatch.setattr(Resolver, "_acknowledge_findings", lambda self: None)
+    monkeypatch.setattr(CiMinter, "_acknowledge_findings", lambda self: None)
     app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING, **CONTEXTS[name]}))
     report = AwsSolutionsChecks().validate_scope(app)
     findings = [
@@ -136,7 +168,7 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
             "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
             "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
         }
-        if name == "default"
+        if name in {"default", "everything"}
         else set()
     )
 
@@ -155,12 +187,50 @@ def test_cfn_lint_passes(deployment: tuple[str, App, Path]) -> None:
         _lint(stack)
 
 
-def test_minting_and_archive_never_go_together() -> None:
-    context = {**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": ["minting", "archive"]}
-    with pytest.raises(ConfigError, match="the same IBI twice"):
+@pytest.mark.parametrize(
+    ("stacks", "message"),
+    [
+        (["minting", "archive"], "could issue the same IBI twice"),
+        (["archive", "minting", "resolver"], "'minting' and 'archive' cannot be deployed together"),
+        ('["minting", "archive"]', "cannot be deployed together"),  # -c gives a JSON string
+        ("minting,archive", "cannot be deployed together"),
+        (["mint"], "unknown stack(s) ['mint']"),
+        ([], "a non-empty list"),
+    ],
+)
+def test_minting_and_archive_never_go_together(stacks: object, message: str) -> None:
+    context = {**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": stacks}
+    with pytest.raises(ConfigError, match=r"^ibi:stacks") as error:
         build_app(App(context=context))
-    with pytest.raises(ConfigError, match="unknown stack"):
-        build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING, "ibi:stacks": ["mint"]}))
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("stacks", "expected"),
+    [
+        (None, [ARCHIVE_STACK_ID, RESOLVER_STACK_ID]),  # cdk.json's default
+        (["resolver"], [RESOLVER_STACK_ID]),
+        (["minting", "resolver"], [MINTING_STACK_ID, RESOLVER_STACK_ID]),
+        ('["archive"]', [ARCHIVE_STACK_ID]),
+    ],
+)
+def test_the_stacks_chosen(stacks: object, expected: list[str]) -> None:
+    context = {**cdk_json_context(), **SKIP_BUNDLING}
+    if stacks is not None:
+        context["ibi:stacks"] = stacks
+    app = build_app(App(context=context))
+    assert [child.node.id for child in app.node.children if isinstance(child, Stack)] == expected
+
+
+def test_the_ci_role_needs_a_stack_that_mints() -> None:
+    context = {
+        **cdk_json_context(),
+        **SKIP_BUNDLING,
+        "ibi:stacks": ["resolver"],
+        "ibi:ci": {"repository": "inpe/urlib", "branch": "main"},
+    }
+    with pytest.raises(ConfigError, match="needs the 'archive' or the 'minting' stack"):
+        build_app(App(context=context))
 
 
 def _lint(stack: Stack) -> None:

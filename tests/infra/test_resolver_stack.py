@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
 
-from infra.resolver import ADMIN_ROUTES, PUBLIC_ROUTES, REGISTRY_ACTIONS, Resolver
-from infra.stacks import ResolverStack
+from infra.config import ConfigError, ResolverConfig, cdk_json_context
+from infra.resolver import (
+    ADMIN_GUARD_ROUTES,
+    ADMIN_ROUTES,
+    PUBLIC_ROUTES,
+    REGISTRY_ACTIONS,
+    Resolver,
+)
+from infra.stacks import RESOLVER_STACK_ID, ResolverStack
+from tests.infra.conftest import CERTIFICATE_ARN, stack_of
 from tests.infra.support import SKIP_BUNDLING, Synthesized, arn_of, granted
 
 pytestmark = pytest.mark.infra
@@ -36,12 +45,23 @@ def test_the_function(resolver_synthesized: Synthesized[ResolverStack]) -> None:
     assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
     assert properties["Handler"] == "functions.resolver.handler.lambda_handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}
-    assert properties["Timeout"] < 30
+    assert properties["MemorySize"] >= 512
     variables = properties["Environment"]["Variables"]
     assert variables["IBI_RESOLVER_SERVICE_IBI"] == "J8LNKB5R7W/3FUQHC5"
+    assert variables["IBI_RESOLVER_NAME"] == "IBI resolver"
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "resolver"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "ibi"
     assert "IBI_ALLOW_NETWORKS" not in variables  # in AWS: public addresses only
-    assert "IBI_PEPPER_SECRET_ARN" in variables and "IBI_PEPPER_FILE" not in variables
-    assert int(variables["IBI_RESOLUTION_DEADLINE_SECONDS"]) < properties["Timeout"]
+    assert "IBI_PEPPER_FILE" not in variables
+    pepper = resolver_synthesized.logical_id(resolver_synthesized.stack.resolver.pepper)
+    assert variables["IBI_PEPPER_SECRET_ARN"] == {"Ref": pepper}
+    table = resolver_synthesized.logical_id(resolver_synthesized.stack.resolver.registry_table)
+    assert variables["IBI_RESOLVER_TABLE"] == {"Ref": table}
+    # One Archive's timeout < the resolution's deadline < the Lambda's < API Gateway's 30 s.
+    archive_timeout = float(variables["IBI_ARCHIVE_TIMEOUT_SECONDS"])
+    deadline = float(variables["IBI_RESOLUTION_DEADLINE_SECONDS"])
+    assert archive_timeout < deadline < properties["Timeout"] <= deadline + 5
+    assert properties["Timeout"] < 29
 
 
 def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> None:
@@ -53,7 +73,11 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
     assert grants[arn_of(table)] == set(REGISTRY_ACTIONS)
     secret = resolver_synthesized.logical_id(stack.resolver.pepper)
     secret_actions = grants[json.dumps({"Ref": secret}, sort_keys=True)]
-    assert secret_actions == {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
+    assert secret_actions == {"secretsmanager:GetSecretValue"}
+    log_group = resolver_synthesized.logical_id(stack.resolver.log_group)
+    assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    assert len(grants) == 4  # the table, the secret, the log group, X-Ray: nothing else
     everything = set().union(*grants.values())
     assert not {a for a in everything if a.endswith(":*") or a == "*"}
     assert not {a for a in everything if a.startswith("s3:")}
@@ -65,8 +89,20 @@ def test_routes_and_their_authorization(resolver_synthesized: Synthesized[Resolv
         r["Properties"]["RouteKey"]: r["Properties"]["AuthorizationType"] for r in routes.values()
     }
     expected = {f"{m.value} {p}": "NONE" for m, p in PUBLIC_ROUTES}
-    expected |= {f"{m.value} {p}": "AWS_IAM" for m, p in ADMIN_ROUTES}
+    expected |= {f"{m.value} {p}": "AWS_IAM" for m, p in (*ADMIN_ROUTES, *ADMIN_GUARD_ROUTES)}
     assert by_key == expected
+    assert set(by_key) == {
+        "GET /",
+        "GET /{proxy+}",
+        "HEAD /{proxy+}",
+        "POST /admin/archives",
+        "GET /admin/archives",
+        "GET /admin/{proxy+}",
+        "HEAD /admin/{proxy+}",
+    }
+    # Whatever the public catch-alls take, /admin/ is more specific for both their methods.
+    public_methods = {m.value for m, p in PUBLIC_ROUTES if p == "/{proxy+}"}
+    assert {m.value for m, _ in ADMIN_GUARD_ROUTES} == public_methods
 
 
 def test_the_lambda_serves_what_the_api_routes(
@@ -83,7 +119,95 @@ def test_the_lambda_serves_what_the_api_routes(
 
 def test_outputs(resolver_synthesized: Synthesized[ResolverStack]) -> None:
     outputs = resolver_synthesized.template.find_outputs("*")
-    assert {"ResolverUrl", "AdminUrl", "RegistryTableName", "PepperSecretArn"} <= set(outputs)
+    assert {
+        "ResolverUrl",
+        "ResolverApiUrl",
+        "AdminUrl",
+        "RegistryTableName",
+        "PepperSecretArn",
+        "ResolverFunctionName",
+    } == set(outputs)
+    # Without a custom domain, persistent URLs are under the API's own address.
+    assert outputs["ResolverUrl"]["Value"] == outputs["ResolverApiUrl"]["Value"]
+
+
+def test_custom_domain_in_the_app(everything_app: tuple[App, Path]) -> None:
+    """ibi:resolver.domain_name + certificate_arn: the domain, its mapping, its outputs."""
+    resolver = stack_of(everything_app[0], RESOLVER_STACK_ID, ResolverStack)
+    ((domain_id, domain),) = resolver.resources("AWS::ApiGatewayV2::DomainName").items()
+    assert domain["Properties"]["DomainName"] == "urlib.example.org"
+    (configuration,) = domain["Properties"]["DomainNameConfigurations"]
+    assert configuration["CertificateArn"] == CERTIFICATE_ARN
+    assert configuration["EndpointType"] == "REGIONAL"
+    ((_, mapping),) = resolver.resources("AWS::ApiGatewayV2::ApiMapping").items()
+    assert mapping["Properties"]["ApiId"] == {
+        "Ref": resolver.logical_id(resolver.stack.resolver.api)
+    }
+    assert mapping["Properties"]["DomainName"] == {"Ref": domain_id}
+    outputs = resolver.template.find_outputs("*")
+    assert outputs["ResolverUrl"]["Value"] == {
+        "Fn::Join": ["", ["https://", {"Ref": domain_id}, "/"]]
+    }
+    assert outputs["DomainTarget"]["Value"] == {"Fn::GetAtt": [domain_id, "RegionalDomainName"]}
+    assert outputs["DomainHostedZoneId"]["Value"] == {
+        "Fn::GetAtt": [domain_id, "RegionalHostedZoneId"]
+    }
+    # Registration still goes to the API's own address, which the CLI signs for by itself.
+    assert "execute-api" in json.dumps(outputs["ResolverApiUrl"]["Value"])
+
+
+def test_the_certificate_must_be_in_the_stacks_region() -> None:
+    config = ResolverConfig(domain_name="urlib.example.org", certificate_arn=CERTIFICATE_ARN)
+    assert config.certificate_region == "eu-west-1"
+    app = App(context={**cdk_json_context(), **SKIP_BUNDLING})
+    with pytest.raises(
+        ConfigError, match="the certificate is in eu-west-1, the stack in us-east-1"
+    ):
+        ResolverStack(app, "Elsewhere", config=config, env=Environment(region="us-east-1"))
+
+
+def test_resolver_context() -> None:
+    assert ResolverConfig.from_context(None) == ResolverConfig()
+    assert ResolverConfig.from_context(cdk_json_context()["ibi:resolver"]) == ResolverConfig()
+    raw = {
+        "domain_name": "URLib.Example.org.",
+        "certificate_arn": CERTIFICATE_ARN,
+        "service_ibi": "j8lnkb5r7w/3fuqhc5",
+        "name": "INPE resolver",
+        "log_retention": "ONE_YEAR",
+    }
+    for form in (raw, json.dumps(raw)):
+        config = ResolverConfig.from_context(form)
+        assert config.domain_name == "urlib.example.org"
+        assert config.service_ibi == "J8LNKB5R7W/3FUQHC5"
+        assert config.name == "INPE resolver"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"domain_name": "urlib.example.org"}, "give domain_name and certificate_arn together"),
+        ({"certificate_arn": CERTIFICATE_ARN}, "give domain_name and certificate_arn together"),
+        (
+            {"domain_name": "https://urlib.example.org", "certificate_arn": CERTIFICATE_ARN},
+            "domain_name: 'https://urlib.example.org' is not a DNS name",
+        ),
+        ({"domain_name": "*.example.org", "certificate_arn": CERTIFICATE_ARN}, "not a DNS name"),
+        (
+            {"domain_name": "urlib.example.org", "certificate_arn": "arn:aws:iam::1:cert/x"},
+            "certificate_arn: 'arn:aws:iam::1:cert/x' is not an ACM certificate ARN",
+        ),
+        ({"service_ibi": "not an ibi"}, "service_ibi"),
+        ({"name": ""}, "name: '' is not a name"),
+        ({"log_retention": "FOREVER"}, "log_retention: 'FOREVER' is not one of"),
+        ({"domain": "urlib.example.org"}, "unknown fields ['domain']"),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_resolver_context_errors(raw: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"^ibi:resolver") as error:
+        ResolverConfig.from_context(raw)
+    assert message in str(error.value)
 
 
 def test_custom_domain_for_persistent_urls() -> None:
@@ -106,6 +230,12 @@ def test_custom_domain_for_persistent_urls() -> None:
     }
 
 
+def test_domain_and_certificate_go_together() -> None:
+    stack = Stack(App(context=SKIP_BUNDLING), "Bare")
+    with pytest.raises(ValueError, match="go together"):
+        Resolver(stack, "Resolver", domain_name="urlib.example.org")
+
+
 def test_construct_alone_in_a_bare_stack() -> None:
     app = App(context=SKIP_BUNDLING)
     stack = Stack(app, "Bare")
@@ -113,6 +243,10 @@ def test_construct_alone_in_a_bare_stack() -> None:
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::SecretsManager::Secret", 1)
-    template.resource_count_is("AWS::ApiGatewayV2::Route", len(PUBLIC_ROUTES) + len(ADMIN_ROUTES))
+    template.resource_count_is(
+        "AWS::ApiGatewayV2::Route",
+        len(PUBLIC_ROUTES) + len(ADMIN_ROUTES) + len(ADMIN_GUARD_ROUTES),
+    )
+    template.resource_count_is("AWS::ApiGatewayV2::DomainName", 0)
     secret: Any = next(iter(template.find_resources("AWS::SecretsManager::Secret").values()))
     assert secret["DeletionPolicy"] == "Retain"

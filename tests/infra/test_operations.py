@@ -1,0 +1,214 @@
+"""The dashboards and alarms of each stack, and where the alarms go."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App
+
+from infra.config import ConfigError, OperationsConfig
+from infra.operations import SIGNALS
+from infra.stacks import ARCHIVE_STACK_ID, RESOLVER_STACK_ID, ArchiveStack, ResolverStack
+from tests.infra.conftest import stack_of
+from tests.infra.support import Synthesized
+
+pytestmark = pytest.mark.infra
+
+# The metrics the handlers publish (functions/*/handler.py, metrics.add_metric), by service.
+PUBLISHED = {
+    "minting": {"IBIsMinted", "MintReplayed", "MintTooEarly", "MintUnavailable", "MintConflicts"},
+    "archive": {"IntegrityProblems", "ItemsCreated", "UrlRequestsHeld", "Acknowledgments"},
+    "resolver": {"ArchiveFailures", "Resolution409", "Resolution504", "Resolution302"},
+}
+
+
+def _alarm(synthesized: Synthesized[Any], name: str) -> dict[str, Any]:
+    alarm = synthesized.stack.operations.alarms[name]
+    properties: dict[str, Any] = synthesized.resources("AWS::CloudWatch::Alarm")[
+        synthesized.logical_id(alarm)
+    ]["Properties"]
+    return properties
+
+
+def _watched(synthesized: Synthesized[Any]) -> list[str]:
+    return sorted({name.split("-", 1)[0] for name in synthesized.stack.operations.alarms})
+
+
+@pytest.fixture(scope="module", params=["archive", "resolver", "minting"])
+def stack(
+    request: pytest.FixtureRequest,
+    archive_synthesized: Synthesized[ArchiveStack],
+    resolver_synthesized: Synthesized[ResolverStack],
+    synthesized: Synthesized[Any],
+) -> Synthesized[Any]:
+    return {
+        "archive": archive_synthesized,
+        "resolver": resolver_synthesized,
+        "minting": synthesized,
+    }[request.param]
+
+
+def test_every_stack_has_a_dashboard_and_alarms(stack: Synthesized[Any]) -> None:
+    assert len(stack.resources("AWS::CloudWatch::Dashboard")) == 1
+    alarms = stack.resources("AWS::CloudWatch::Alarm").values()
+    assert alarms
+    for alarm in alarms:
+        properties = alarm["Properties"]
+        assert properties["TreatMissingData"] == "notBreaching"
+        assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert properties["AlarmDescription"].startswith("ibi: ")
+        assert "AlarmActions" not in properties  # no topic without an address
+
+
+def test_each_function_is_watched(stack: Synthesized[Any]) -> None:
+    for service in _watched(stack):
+        errors = _alarm(stack, f"{service}-errors")
+        assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+        assert errors["Statistic"] == "Sum" and errors["Threshold"] == 1
+        throttles = _alarm(stack, f"{service}-throttles")
+        assert throttles["MetricName"] == "Throttles" and throttles["Threshold"] == 1
+        p99 = _alarm(stack, f"{service}-p99")
+        assert p99["MetricName"] == "Duration" and p99["ExtendedStatistic"] == "p99"
+        assert (p99["EvaluationPeriods"], p99["DatapointsToAlarm"]) == (3, 2)
+
+
+def test_p99_thresholds(
+    archive_synthesized: Synthesized[ArchiveStack],
+    resolver_synthesized: Synthesized[ResolverStack],
+) -> None:
+    # 80% of each Lambda's timeout: minting 5 s wait + 10 s, the Archive 29 s ...
+    assert _alarm(archive_synthesized, "minting-p99")["Threshold"] == 12_000
+    assert _alarm(archive_synthesized, "archive-p99")["Threshold"] == 23_200
+    # ... but the resolver's fan-out stops at 80% of its 10 s deadline.
+    assert _alarm(resolver_synthesized, "resolver-p99")["Threshold"] == 8_000
+
+
+def _rate_alarm(stack: Synthesized[Any], name: str, api: Any, metric: str) -> dict[str, Any]:
+    alarm = _alarm(stack, name)
+    by_id = {m["Id"]: m for m in alarm["Metrics"]}
+    (expression,) = [m for m in alarm["Metrics"] if "Expression" in m]
+    assert expression["ReturnData"] is True
+    by_id["errors"] = by_id.pop(f"errors{metric}")
+    for metric_id in ("errors", "requests"):
+        stat = by_id[metric_id]["MetricStat"]
+        assert stat["Stat"] == "Sum" and stat["Period"] == 300
+        assert stat["Metric"]["Namespace"] == "AWS/ApiGateway"
+        assert stat["Metric"]["Dimensions"] == [
+            {"Name": "ApiId", "Value": {"Ref": stack.logical_id(api)}}
+        ]
+    assert by_id["requests"]["MetricStat"]["Metric"]["MetricName"] == "Count"
+    return {**alarm, "expression": expression["Expression"], "by_id": by_id}
+
+
+def test_5xx_rates_of_every_api(
+    archive_synthesized: Synthesized[ArchiveStack],
+    resolver_synthesized: Synthesized[ResolverStack],
+) -> None:
+    for stack, service, api in (
+        (archive_synthesized, "minting", archive_synthesized.stack.minting.api),
+        (archive_synthesized, "archive", archive_synthesized.stack.archive.api),
+        (resolver_synthesized, "resolver", resolver_synthesized.stack.resolver.api),
+    ):
+        alarm = _rate_alarm(stack, f"{service}-5xx-rate", api, "5xx")
+        assert alarm["by_id"]["errors"]["MetricStat"]["Metric"]["MetricName"] == "5xx"
+        assert alarm["expression"] == ("IF(requests >= 10, 100 * FILL(errors5xx, 0) / requests, 0)")
+        assert alarm["Threshold"] == 5
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (2, 2)
+
+
+def test_the_resolvers_4xx_rate(resolver_synthesized: Synthesized[ResolverStack]) -> None:
+    alarm = _rate_alarm(
+        resolver_synthesized, "resolver-4xx-rate", resolver_synthesized.stack.resolver.api, "4xx"
+    )
+    assert alarm["by_id"]["errors"]["MetricStat"]["Metric"]["MetricName"] == "4xx"
+    assert alarm["Threshold"] == 50 and alarm["EvaluationPeriods"] == 3
+
+
+def test_no_4xx_alarm_for_the_iam_apis(archive_synthesized: Synthesized[ArchiveStack]) -> None:
+    assert not [name for name in archive_synthesized.stack.operations.alarms if "4xx" in name]
+
+
+@pytest.mark.parametrize(
+    ("service", "metric", "threshold"),
+    [
+        ("minting", "MintUnavailable", 5),
+        ("minting", "MintTooEarly", 20),
+        ("minting", "MintConflicts", 50),
+        ("archive", "IntegrityProblems", 1),
+        ("resolver", "Resolution504", 5),
+        ("resolver", "Resolution409", 1),
+        ("resolver", "ArchiveFailures", 50),
+    ],
+)
+def test_the_functions_own_metrics(
+    archive_synthesized: Synthesized[ArchiveStack],
+    resolver_synthesized: Synthesized[ResolverStack],
+    service: str,
+    metric: str,
+    threshold: int,
+) -> None:
+    stack = resolver_synthesized if service == "resolver" else archive_synthesized
+    alarm = _alarm(stack, f"{service}-{metric}")
+    assert alarm["Namespace"] == "ibi" and alarm["MetricName"] == metric
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": service}]
+    assert alarm["Statistic"] == "Sum" and alarm["Period"] == 300
+    assert alarm["Threshold"] == threshold
+
+
+def test_alarmed_metrics_are_ones_the_handlers_publish() -> None:
+    root = Path(__file__).resolve().parents[2] / "functions"
+    for service, signals in SIGNALS.items():
+        handler = (root / service / "handler.py").read_text()
+        for signal in signals:
+            published = f'name="{signal.metric}"' in handler or (
+                signal.metric.startswith("Resolution") and 'name=f"Resolution{' in handler
+            )
+            assert published, f"{service} never publishes {signal.metric}"
+            assert signal.metric in PUBLISHED[service]
+
+
+def test_alarms_go_to_the_topic_when_an_address_is_given(
+    everything_app: tuple[App, Path],
+) -> None:
+    for stack_id, type_ in ((ARCHIVE_STACK_ID, ArchiveStack), (RESOLVER_STACK_ID, ResolverStack)):
+        stack = stack_of(everything_app[0], stack_id, type_)
+        topic = stack.stack.operations.topic
+        assert topic is not None
+        topic_ref = {"Ref": stack.logical_id(topic)}
+        (subscription,) = stack.resources("AWS::SNS::Subscription").values()
+        assert subscription["Properties"]["Protocol"] == "email"
+        assert subscription["Properties"]["Endpoint"] == "ibi-alarms@example.org"
+        assert subscription["Properties"]["TopicArn"] == topic_ref
+        alarms = stack.resources("AWS::CloudWatch::Alarm").values()
+        for alarm in alarms:
+            assert alarm["Properties"]["AlarmActions"] == [topic_ref]
+            assert alarm["Properties"]["OKActions"] == [topic_ref]
+        (policy,) = stack.resources("AWS::SNS::TopicPolicy").values()
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"alarm_email": "not an address"}, "alarm_email: 'not an address' is not an address"),
+        ({"alarm_email": "a@b"}, "is not an address"),
+        ({"alarm_email": 3}, "is not an address"),
+        ({"email": "a@example.org"}, "unknown fields ['email']"),
+        ("[]", "expected an object"),
+    ],
+)
+def test_operations_config_errors(raw: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"^ibi:operations") as error:
+        OperationsConfig.from_context(raw)
+    assert message in str(error.value)
+
+
+def test_operations_config_forms() -> None:
+    assert OperationsConfig.from_context(None).alarm_email is None
+    assert OperationsConfig.from_context({"alarm_email": None}).alarm_email is None
+    config = OperationsConfig.from_context('{"alarm_email": "ops@example.org"}')
+    assert config.alarm_email == "ops@example.org"
