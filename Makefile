@@ -27,7 +27,7 @@ $(STAMP)/node: package.json package-lock.json
 	@touch $@
 
 # Lambda dependencies for arm64, downloaded once so that `cdk synth` bundles offline.
-$(STAMP)/wheelhouse: functions/minting/requirements.txt $(STAMP)/venv
+$(STAMP)/wheelhouse: $(wildcard functions/*/requirements.txt) $(STAMP)/venv
 	$(BIN)/python -m infra.bundling --download
 	@touch $@
 

@@ -1,21 +1,23 @@
 """Resolution latency against the number of Archives, concurrent fan-out vs serial.
 
-Fake Archives on loopback answer each urlRequest after a fixed delay (20 ms); exactly one holds
-the IBI. The resolver's real logic and transport run in-process (``Resolver`` with the
-runtime's concurrent ``ask_all``, or a serial one as the baseline), so the fan-out itself is
-measured. Variants add one slow Archive (beyond the per-Archive timeout) and one dead one.
+Fake Archives on loopback, in a process of their own (``bench.archives``), answer each
+urlRequest after a fixed delay (20 ms); exactly one holds the IBI. The resolver's real logic
+and transport run in this process (``Resolver`` with the runtime's concurrent ``ask_all``, or
+a serial one as the baseline), so the fan-out itself is measured, and the CPU column is the
+resolver's alone. Variants add one slow Archive (beyond the per-Archive timeout) and one dead
+one.
 """
 
 from __future__ import annotations
 
 import resource
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.archives import FakeArchives, FakeSpec
 from bench.common import plot, save, summary_ms
 from functions.resolver.handler import load_pepper, runtime_from_settings
 from functions.resolver.network import Endpoint
@@ -24,7 +26,6 @@ from functions.resolver.resolution import ArchiveAnswer, Resolver
 from functions.resolver.settings import ResolverSettings
 from ibi.core.persistent_url import parse_persistent_url
 from ibi.local.stores import Dynalite, free_port
-from tests.integration.archives import FakeArchive, serving
 
 ITEM = "8JMKD3MGP8W/35MMLL8"
 KEY = "1234567890-0987654321"
@@ -46,10 +47,10 @@ def measure(
     archives_count: int, *, slow_and_dead: bool, rounds: int, dynalite: Dynalite, folder: Path
 ) -> dict[str, Any]:
     labels = _labels(archives_count + 2)
-    archives = [FakeArchive(labels[i], delay=0.02) for i in range(archives_count)]
-    archives[-1].answers[ITEM] = ANSWER  # the one that holds it
+    specs = [FakeSpec(labels[i], 0.02, {}) for i in range(archives_count - 1)]
+    specs.append(FakeSpec(labels[archives_count - 1], 0.02, {ITEM: ANSWER}))  # it holds the IBI
     if slow_and_dead:
-        archives.append(FakeArchive(labels[archives_count], delay=2.0))
+        specs.append(FakeSpec(labels[archives_count], 2.0, {}))
     table = f"r{archives_count}{int(slow_and_dead)}{free_port()}"
     ensure_table(dynalite.client(), table)
     settings = ResolverSettings.from_environment(
@@ -63,15 +64,11 @@ def measure(
     )
     runtime = runtime_from_settings(settings, dynalite.client(), load_pepper(settings))
     url = parse_persistent_url(f"/{ITEM}")
-    with serving(*archives):
-        for archive in archives:
-            runtime.registration.register(archive.service_ibi, KEY)
+    with FakeArchives(specs) as archives:
+        for spec, address in zip(specs, archives.addresses, strict=True):
+            runtime.registration.register(spec.service_ibi, KEY)
             runtime.registry.set_included(
-                archive.service_ibi,
-                included=True,
-                at="now",
-                address=archive.address,
-                protocol="HTTP",
+                spec.service_ibi, included=True, at="now", address=address, protocol="HTTP"
             )
         if slow_and_dead:
             dead = labels[archives_count + 1]
@@ -92,7 +89,8 @@ def measure(
             runtime.hints = LocationHints(capacity=0 if name == "no_hints" else 10_000)
             Resolver(ask).resolve(url, "127.0.0.1")  # warm: registry cache, connections, hint
             requests_before = runtime.requests_made
-            seen_before = sum(len(a.requests) for a in archives)
+            seen_before = archives.counted()
+            opened_before = runtime.transport.connections_opened
             times = []
             cpu_before = resource.getrusage(resource.RUSAGE_SELF)
             for _ in range(rounds):
@@ -107,12 +105,14 @@ def measure(
             made = runtime.requests_made - requests_before
             requests = made / rounds if name != "serial" else archives_count
             # What the Archives themselves counted (urlRequests received), per resolution.
-            seen = (sum(len(a.requests) for a in archives) - seen_before) / rounds
+            seen = (archives.counted() - seen_before) / rounds
+            opened = (runtime.transport.connections_opened - opened_before) / rounds
             results[name] = {
                 **summary_ms(times),
                 "cpu_ms_per_resolution": round(cpu / rounds * 1000, 2),
                 "archive_requests_per_resolution": round(requests, 2),
                 "requests_counted_by_archives": round(seen, 2),
+                "connections_opened_per_resolution": round(opened, 2),
             }
         results["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return results
@@ -193,6 +193,3 @@ def run(quick: bool) -> dict[str, Any]:
         logx=True,
     )
     return result
-
-
-_ = threading  # the fake Archives serve on threads (tests/integration/archives.py)

@@ -109,7 +109,7 @@ class Resolver(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
-            code=code or function_code("resolver", requirements_of="minting"),
+            code=code or function_code("resolver"),
             role=self.role,
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE,

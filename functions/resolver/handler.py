@@ -14,7 +14,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -30,12 +30,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.resolver import pages
-from functions.resolver.network import (
-    AddressPolicy,
-    ArchiveTransport,
-    Endpoint,
-    fan_out,
-)
+from functions.resolver.network import AddressPolicy, ArchiveTransport, Endpoint, Request
 from functions.resolver.registry import DynamoRegistry, RegisteredArchive, RegistryError
 from functions.resolver.resolution import (
     Alert,
@@ -113,7 +108,8 @@ class ResolverRuntime:
     registry: DynamoRegistry
     transport: ArchiveTransport
     registration: RegistrationService
-    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=64))
+    # Acknowledgments, sent after the answer (the rounds themselves run on the transport's loop).
+    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=4))
     _archives: tuple[float, list[RegisteredArchive]] | None = None
     _noted: dict[str, float] = field(default_factory=dict)
     hints: LocationHints = field(default_factory=LocationHints)
@@ -187,26 +183,21 @@ class ResolverRuntime:
         enough: Callable[[PairList], bool] | None,
     ) -> list[ArchiveAnswer]:
         started = time.monotonic()
-        calls: dict[str, Future[PairList] | None] = {}
+        requests: dict[str, Request | None] = {}
         for archive in archives:
             try:
                 endpoint = Endpoint.parse(archive.address or "", archive.protocol)
             except InvalidInput:
-                calls[archive.service_ibi] = None
+                requests[archive.service_ibi] = None
                 continue
-            calls[archive.service_ibi] = self.pool.submit(
-                self.transport.get,
-                endpoint,
-                archive.service_ibi,
-                message,
-                timeout=self.settings.archive_timeout,
-                correlation_id=correlation_id,
+            requests[archive.service_ibi] = Request(
+                endpoint, archive.service_ibi, message, correlation_id
             )
-        self.requests_made += sum(1 for call in calls.values() if call is not None)
-        outcomes = fan_out(
-            calls,
+        self.requests_made += sum(1 for request in requests.values() if request is not None)
+        outcomes = self.transport.ask_all(
+            requests,
+            timeout=self.settings.archive_timeout,
             deadline=started + self.settings.deadline * 0.8,
-            started=started,
             enough=enough,
         )
         by_key = {a.service_ibi: a for a in archives}

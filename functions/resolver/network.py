@@ -1,31 +1,54 @@
-"""Talking to Archives safely: only registered ones, only public addresses, bounded answers.
+"""Talking to Archives safely and cheaply: only registered ones, only public addresses, bounded
+answers, kept-alive connections, every Archive of a round asked at once.
 
 An Archive's address is resolved, every IP it resolves to must be public (global) unless it
 falls in an explicit allow-list (loopback for local mode and tests), and the connection goes
 to the very IP that was checked (no second lookup an attacker could rebind). No redirect is
 followed, answers are capped in size, and each request has its own timeout.
+
+All requests run on one asyncio event loop, on a thread of its own (started on first use, and
+again in a forked child): a round of N Archives is N coroutines, not N threads, and a
+connection that answered is kept for the next request to the same Archive (HTTP/1.1
+keep-alive; for HTTPS, no second TLS handshake). HTTP/1.1 framing is ``h11``'s.
 """
 
 from __future__ import annotations
 
-import http.client
+import asyncio
+import contextlib
 import ipaddress
+import os
 import socket
 import ssl
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import h11
 
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, encode_query, parse_pair_list
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_MAX_ANSWER = 256 * 1024
+IDLE_SECONDS = 20.0  # a kept connection older than this is closed, not reused
+MAX_IDLE_PER_ARCHIVE = 4
+VETTED_SECONDS = 60.0  # how long a host name's checked IP is reused
+READ_SIZE = 64 * 1024
+T = TypeVar("T")
+# Event loops a forked child inherited from its parent. Kept referenced, never closed: closing
+# one would unregister its file descriptors from the epoll instance the parent still uses.
+_INHERITED: list[object] = []
 
 
 class UnsafeAddress(Exception):
     """An address the resolver will not contact."""
+
+
+class AnswerTooLarge(ValueError):
+    """More bytes than the resolver reads from one Archive."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,12 @@ class Endpoint:
             raise InvalidInput("archiveaddress", f"{address!r} has no host")
         return cls(scheme, host.lower(), int(port_text) if port_text else default)
 
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
 
 class AddressPolicy:
     """Which IPs may be contacted: public ones, plus an explicit allow-list."""
@@ -73,10 +102,13 @@ class AddressPolicy:
     def vet(self, endpoint: Endpoint) -> str:
         """The IP to connect to, once every address of the host is found permitted."""
         try:
-            infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as error:
-            raise UnsafeAddress(f"{endpoint.host} does not resolve: {error}") from None
-        ips = sorted({str(info[4][0]) for info in infos})
+            ips = [str(ipaddress.ip_address(endpoint.host))]  # a literal: nothing to look up
+        except ValueError:
+            try:
+                infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
+            except (socket.gaierror, UnicodeError) as error:
+                raise UnsafeAddress(f"{endpoint.host} does not resolve: {error}") from None
+            ips = sorted({str(info[4][0]) for info in infos})
         refused = [ip for ip in ips if not self.permitted(ip)]
         if not ips or refused:
             raise UnsafeAddress(
@@ -86,27 +118,101 @@ class AddressPolicy:
         return ips[0]
 
 
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, ip: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._ip = ip
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request to one Archive service: ``GET /<service IBI>?pairs``."""
 
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self._ip, self.port), self.timeout)
+    endpoint: Endpoint
+    service_ibi: str
+    pairs: Sequence[tuple[str, str]]
+    correlation_id: str | None = None
 
 
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, ip: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._ip = ip
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    key: str
+    pairs: PairList | None
+    problem: str | None
+    seconds: float
 
-    def connect(self) -> None:
-        raw = socket.create_connection((self._ip, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+class _Stale(ConnectionError):
+    """A kept connection the Archive had closed before this request: try a fresh one."""
+
+
+class _Connection:
+    """One HTTP/1.1 connection to one Archive, used by one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.http = h11.Connection(h11.CLIENT)
+        self.idle_since = time.monotonic()
+
+    def usable(self) -> bool:
+        return (
+            not self.reader.at_eof()
+            and not self.writer.is_closing()
+            and time.monotonic() - self.idle_since < IDLE_SECONDS
+        )
+
+    async def exchange(self, request: h11.Request, limit: int) -> tuple[int, bytes]:
+        """Send ``request``; the status and the body, read no further than ``limit`` bytes."""
+        try:
+            self.writer.write(self.http.send(request) + self.http.send(h11.EndOfMessage()))
+            await self.writer.drain()
+        except (ConnectionError, OSError) as error:
+            raise _Stale(str(error)) from error
+        status, body, heard = 0, bytearray(), False
+        while True:
+            event = self.http.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    data = await self.reader.read(READ_SIZE)
+                except (ConnectionError, OSError) as error:
+                    if not heard:
+                        raise _Stale(str(error)) from error
+                    raise
+                if not data and not heard:
+                    raise _Stale("closed before answering")
+                heard = True
+                self.http.receive_data(data)
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > limit:
+                    raise AnswerTooLarge(f"answered more than {limit} bytes")
+            elif isinstance(event, h11.EndOfMessage):
+                return status, bytes(body)
+            elif isinstance(event, h11.ConnectionClosed):
+                raise ConnectionResetError("closed in the middle of the answer")
+
+    def reusable(self) -> bool:
+        if self.http.our_state is h11.DONE and self.http.their_state is h11.DONE:
+            self.http.start_next_cycle()
+            self.idle_since = time.monotonic()
+            return True
+        return False
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class _IoThread:
+    """The event loop of this process, on a daemon thread, with the connections it keeps."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.idle: dict[tuple[str, str, int, str], list[_Connection]] = {}
+        self.background: set[asyncio.Task[Any]] = set()
+        threading.Thread(target=self.loop.run_forever, name="ibi-archive-io", daemon=True).start()
 
 
 class ArchiveTransport:
-    """GET requests to Archive services; answers read as pair lists."""
+    """GET requests to Archive services, alone or a whole round at once; answers as pair lists."""
 
     def __init__(
         self,
@@ -118,6 +224,13 @@ class ArchiveTransport:
         self.policy = policy
         self.max_answer_bytes = max_answer_bytes
         self.user_agent = user_agent
+        self._io: _IoThread | None = None
+        self._io_lock = threading.Lock()
+        self._vetted: dict[tuple[str, int], tuple[float, str]] = {}
+        self._tls: ssl.SSLContext | None = None
+        self.connections_opened = 0  # for the benchmarks and tests
+
+    # -- from any thread ---------------------------------------------------------------------
 
     def get(
         self,
@@ -129,87 +242,199 @@ class ArchiveTransport:
         correlation_id: str | None = None,
     ) -> PairList:
         """``GET <base>/<service IBI>?pairs``; the pair list, or an exception saying why not."""
-        ip = self.policy.vet(endpoint)
-        connection_class = (
-            _PinnedHTTPSConnection if endpoint.scheme == "https" else _PinnedHTTPConnection
-        )
-        connection = connection_class(endpoint.host, endpoint.port, ip, timeout)
-        target = f"/{service_ibi}?{encode_query(pairs)}"
-        headers = {"User-Agent": self.user_agent, "Accept": "text/plain"}
-        if correlation_id:
-            headers["X-Correlation-Id"] = correlation_id
-        deadline = time.monotonic() + timeout
+        request = Request(endpoint, service_ibi, pairs, correlation_id)
+        return self._run(self._ask(request, timeout), timeout + 1.0)
+
+    def ask_all(
+        self,
+        requests: Mapping[str, Request | None],
+        *,
+        timeout: float,
+        deadline: float,
+        enough: Callable[[PairList], bool] | None = None,
+    ) -> list[Outcome]:
+        """Ask every Archive at once; outcomes in the order the answers arrive.
+
+        ``None`` stands for an Archive whose address is unusable. The round ends when all have
+        answered, when ``deadline`` (a ``time.monotonic()`` value) passes, or, with
+        ``enough``, as soon as one answer settles the question: the others are then reported
+        as ``not needed`` (they may still answer, and keep their connection for next time).
+        """
+        remaining = max(0.0, deadline - time.monotonic())
+        return self._run(self._ask_all(requests, timeout, deadline, enough), remaining + 1.0)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop())
         try:
-            connection.request("GET", target, headers=headers)
-            response = connection.getresponse()
-            body = response.read(self.max_answer_bytes + 1)
-            if time.monotonic() > deadline + 0.5:
-                raise TimeoutError("answered too late")
-        finally:
-            connection.close()
-        if response.status != 200:
-            raise ValueError(f"answered HTTP {response.status}")  # redirects are not followed
-        if len(body) > self.max_answer_bytes:
-            raise ValueError(f"answered more than {self.max_answer_bytes} bytes")
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        with self._io_lock:
+            if self._io is None or self._io.pid != os.getpid():
+                if self._io is not None:
+                    _INHERITED.append(self._io)  # a forked child: the parent's, left untouched
+                self._io = _IoThread()  # its own loop and connections
+            return self._io.loop
+
+    # -- on the event loop -------------------------------------------------------------------
+
+    async def _ask_all(
+        self,
+        requests: Mapping[str, Request | None],
+        timeout: float,
+        deadline: float,
+        enough: Callable[[PairList], bool] | None,
+    ) -> list[Outcome]:
+        started = time.monotonic()
+        outcomes = [
+            Outcome(key, None, "unusable address", 0.0) for key, r in requests.items() if r is None
+        ]
+        pending = {
+            asyncio.ensure_future(self._ask(request, timeout)): key
+            for key, request in requests.items()
+            if request is not None
+        }
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            done, _ = await asyncio.wait(
+                pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            settled = False
+            for task in done:
+                key = pending.pop(task)
+                elapsed = time.monotonic() - started
+                error = task.exception()
+                if error is None:
+                    pairs = task.result()
+                    outcomes.append(Outcome(key, pairs, None, elapsed))
+                    settled = settled or (enough is not None and enough(pairs))
+                else:
+                    outcomes.append(Outcome(key, None, describe(error), elapsed))
+            if settled:
+                for key in pending.values():
+                    outcomes.append(Outcome(key, None, "not needed", time.monotonic() - started))
+                self._let_finish(pending)
+                return outcomes
+        for key in pending.values():
+            outcomes.append(Outcome(key, None, "timeout", deadline - started))
+        self._let_finish(pending)
+        return outcomes
+
+    def _let_finish(self, tasks: Mapping[asyncio.Task[PairList], str]) -> None:
+        """Requests nobody waits for any more: they end by themselves (each has a timeout)."""
+        assert self._io is not None
+        background = self._io.background
+        for task in tasks:
+            background.add(task)
+            task.add_done_callback(_forget(background))
+
+    async def _ask(self, request: Request, timeout: float) -> PairList:
+        async with asyncio.timeout(timeout):
+            endpoint = request.endpoint
+            ip = await self._vet(endpoint)
+            headers = [
+                ("Host", endpoint.host_header),
+                ("User-Agent", self.user_agent),
+                ("Accept", "text/plain"),
+            ]
+            if request.correlation_id:
+                headers.append(("X-Correlation-Id", request.correlation_id))
+            message = h11.Request(
+                method="GET",
+                target=f"/{request.service_ibi}?{encode_query(request.pairs)}",
+                headers=headers,
+            )
+            for attempt in range(2):
+                connection, kept = await self._connection(endpoint, ip)
+                try:
+                    status, body = await connection.exchange(message, self.max_answer_bytes)
+                except _Stale:
+                    connection.close()
+                    if kept and attempt == 0:
+                        continue  # the Archive had closed a kept connection: once more, fresh
+                    raise ConnectionResetError("closed before answering") from None
+                except BaseException:
+                    connection.close()
+                    raise
+                self._keep(endpoint, ip, connection)
+                break
+        if status != 200:
+            raise ValueError(f"answered HTTP {status}")  # redirects are not followed
         return parse_pair_list(body, max_length=self.max_answer_bytes)
 
+    async def _vet(self, endpoint: Endpoint) -> str:
+        key = (endpoint.host, endpoint.port)
+        now = time.monotonic()
+        cached = self._vetted.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            ipaddress.ip_address(endpoint.host)
+        except ValueError:  # a name: look it up off the loop
+            ip = await asyncio.get_running_loop().run_in_executor(None, self.policy.vet, endpoint)
+            self._vetted[key] = (now + VETTED_SECONDS, ip)
+            return ip
+        return self.policy.vet(endpoint)
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    key: str
-    pairs: PairList | None
-    problem: str | None
-    seconds: float
-
-
-def fan_out(
-    calls: Mapping[str, Future[PairList] | None],
-    *,
-    deadline: float,
-    started: float,
-    enough: Callable[[PairList], bool] | None = None,
-) -> list[Outcome]:
-    """Collect answers in the order they arrive, until all are in or the deadline passes.
-
-    ``enough`` ends the wait early, as soon as one answer settles the question (the others are
-    reported as ``not needed``); without it every Archive is waited for.
-    """
-    pending = {future: key for key, future in calls.items() if future is not None}
-    outcomes = [
-        Outcome(key, None, "unusable address", 0.0) for key, f in calls.items() if f is None
-    ]
-    while pending:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        done, _ = wait(pending, timeout=remaining, return_when=FIRST_COMPLETED)
-        for future in done:
-            key = pending.pop(future)
-            elapsed = time.monotonic() - started
-            error = future.exception()
-            if error is None:
-                outcomes.append(Outcome(key, future.result(), None, elapsed))
-            else:
-                outcomes.append(Outcome(key, None, _describe(error), elapsed))
-        settled = enough is not None and any(
-            o.pairs is not None and enough(o.pairs) for o in outcomes[-len(done) :]
+    async def _connection(self, endpoint: Endpoint, ip: str) -> tuple[_Connection, bool]:
+        assert self._io is not None
+        kept = self._io.idle.get((endpoint.scheme, endpoint.host, endpoint.port, ip), [])
+        while kept:
+            connection = kept.pop()
+            if connection.usable():
+                return connection, True
+            connection.close()
+        tls: ssl.SSLContext | None = None
+        if endpoint.scheme == "https":
+            if self._tls is None:
+                self._tls = ssl.create_default_context()
+            tls = self._tls
+        reader, writer = await asyncio.open_connection(
+            ip,
+            endpoint.port,
+            ssl=tls,
+            server_hostname=endpoint.host if tls is not None else None,
+            limit=READ_SIZE,
         )
-        if settled:
-            for key in pending.values():
-                outcomes.append(Outcome(key, None, "not needed", time.monotonic() - started))
-            return outcomes
-    for key in pending.values():
-        outcomes.append(Outcome(key, None, "timeout", deadline - started))
-    return outcomes
+        self.connections_opened += 1
+        return _Connection(reader, writer), False
+
+    def _keep(self, endpoint: Endpoint, ip: str, connection: _Connection) -> None:
+        assert self._io is not None
+        if not connection.reusable():
+            connection.close()
+            return
+        kept = self._io.idle.setdefault((endpoint.scheme, endpoint.host, endpoint.port, ip), [])
+        if len(kept) >= MAX_IDLE_PER_ARCHIVE:
+            connection.close()
+        else:
+            kept.append(connection)
 
 
-def _describe(error: BaseException) -> str:
+def _forget(background: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        background.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an answer nobody waited for is not an error
+
+    return done
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong with one Archive, in a few words (for logs and the alerts)."""
     if isinstance(error, TimeoutError | socket.timeout):
         return "timeout"
     if isinstance(error, UnsafeAddress):
         return f"refused: {error}"
     if isinstance(error, InvalidInput):
         return f"malformed answer: {error.reason}"
+    if isinstance(error, h11.RemoteProtocolError):
+        return "malformed answer: not HTTP/1.1"
     if isinstance(error, ConnectionError | OSError):
         return f"unreachable: {type(error).__name__}"
     return f"failed: {error}"[:200]

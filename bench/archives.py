@@ -1,0 +1,103 @@
+"""Fake Archives for the resolution benchmark, in a process of their own.
+
+Real Archives run on other machines; here they run in one separate process (asyncio, HTTP/1.1
+with keep-alive, as API Gateway serves), so that the resolver's measured CPU is its own and
+the Archives do not share its interpreter. Each answers a urlRequest after a fixed delay and
+counts the urlRequests it received (in shared memory, read by the benchmark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ibi.core.labels import parse_label
+from ibi.core.pairlist import parse_query
+
+
+@dataclass(frozen=True)
+class FakeSpec:
+    service_ibi: str
+    delay: float
+    answers: dict[str, str]
+
+
+def _serve(specs: Sequence[FakeSpec], counts: Any, ready: Connection) -> None:
+    async def main() -> None:
+        ports = []
+        for index, spec in enumerate(specs):
+
+            async def handle(
+                reader: asyncio.StreamReader,
+                writer: asyncio.StreamWriter,
+                index: int = index,
+                spec: FakeSpec = spec,
+            ) -> None:
+                try:
+                    while True:
+                        head = await reader.readuntil(b"\r\n\r\n")
+                        target = head.split(b" ", 2)[1].decode()
+                        query = dict(parse_query(target.partition("?")[2]))
+                        subject = query.get("servicesubject")
+                        body = b""
+                        if subject == "inclusionConfirmationRequest":
+                            body = b"confirmation yes\r\n"
+                        elif subject == "acknowledgment":
+                            body = b"notice {acknowledgment received}\r\n"
+                        elif subject == "urlRequest":
+                            with counts.get_lock():
+                                counts[index] += 1
+                            await asyncio.sleep(spec.delay)
+                            label = parse_label(query.get("parsedibiurl.ibi", "")).label
+                            body = spec.answers.get(label, "").encode()
+                        writer.write(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                        )
+                        await writer.drain()
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    pass
+                finally:
+                    writer.close()
+
+            server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
+            ports.append(server.sockets[0].getsockname()[1])
+        ready.send(ports)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+class FakeArchives:
+    """``with FakeArchives(specs) as archives``: ``archives.addresses``, ``archives.counted()``."""
+
+    def __init__(self, specs: Sequence[FakeSpec]) -> None:
+        self.specs = list(specs)
+        context = multiprocessing.get_context("spawn")
+        self._counts = context.Array("i", len(self.specs))
+        receiving, sending = context.Pipe(duplex=False)
+        self._ready = receiving
+        self._process = context.Process(
+            target=_serve, args=(self.specs, self._counts, sending), daemon=True
+        )
+        self.addresses: list[str] = []
+
+    def __enter__(self) -> FakeArchives:
+        self._process.start()
+        if not self._ready.poll(30):
+            raise RuntimeError("the fake Archives did not start")
+        self.addresses = [f"127.0.0.1:{port}" for port in self._ready.recv()]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._process.terminate()
+        self._process.join(5)
+
+    def counted(self) -> int:
+        """urlRequests received so far, by all of them."""
+        with self._counts.get_lock():
+            return sum(self._counts)
