@@ -7,12 +7,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import save
+from infra.bundling import runtime_python
 
 ROOT = Path(__file__).parents[1]
 HANDLERS = {
@@ -22,39 +24,80 @@ HANDLERS = {
 }
 
 
-def import_ms(module: str, runs: int) -> dict[str, float]:
-    """Wall time of `python -c "import module"` minus an empty interpreter, and -X importtime's own total."""
-    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "true", "PYTHONDONTWRITEBYTECODE": "0"}
+def import_ms(module: str, runs: int, asset: Path) -> dict[str, Any]:
+    """Import ``module`` from a deployment package as Lambda would.
 
-    def wall(code: str) -> float:
+    The interpreter is the runtime's version when this machine has one (else this one); the
+    package comes first on the path, then botocore and the rest of what the runtime provides
+    (from this environment, compiled once, as the runtime ships them). Measured: the wall time
+    minus an empty interpreter's, with the package as built (its bytecode, if it ships any),
+    and with no bytecode at all for the package's own modules (compiled at every start: Lambda's
+    ``/var/task`` is read-only); and -X importtime's total.
+    """
+    python = runtime_python() or sys.executable
+    purelib = sysconfig.get_paths()["purelib"]
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "true"}
+    for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX"):
+        env.pop(name, None)
+
+    def wall(code: str, package: Path, *, write_bytecode: bool = False) -> float:
+        extra = {"PYTHONPATH": f"{package}{os.pathsep}{purelib}"}
+        if not write_bytecode:
+            extra["PYTHONDONTWRITEBYTECODE"] = "1"
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+        subprocess.run([python, "-c", code], check=True, env={**env, **extra}, cwd=package)
         return time.perf_counter() - started
 
-    wall(f"import {module}")  # compile .pyc once
-    empty = statistics.median(wall("pass") for _ in range(runs))
-    loaded = statistics.median(wall(f"import {module}") for _ in range(runs))
-    trace = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-        check=True,
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stderr
+    shipped = bool(list(asset.rglob("*.pyc")))
+    bare = Path(tempfile.mkdtemp(prefix="ibi-bench-bare-")) / "package"
+    shutil.copytree(asset, bare, ignore=shutil.ignore_patterns("__pycache__"))
+    try:
+        warm = Path(tempfile.mkdtemp(prefix="ibi-bench-warm-")) / "package"
+        shutil.copytree(asset, warm)
+        wall(f"import {module}", warm, write_bytecode=True)  # the runtime's side compiled once
+        shutil.rmtree(warm.parent, ignore_errors=True)
+        if not shipped:
+            wall(f"import {module}", asset, write_bytecode=True)  # then cached in the package
+        empty = statistics.median(wall("pass", asset) for _ in range(runs))
+        built = statistics.median(wall(f"import {module}", asset) for _ in range(runs))
+        uncompiled = statistics.median(wall(f"import {module}", bare) for _ in range(runs))
+        trace = subprocess.run(
+            [python, "-X", "importtime", "-c", f"import {module}"],
+            check=True,
+            env={
+                **env,
+                "PYTHONPATH": f"{asset}{os.pathsep}{purelib}",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+            cwd=asset,
+            capture_output=True,
+            text=True,
+        ).stderr
+    finally:
+        shutil.rmtree(bare.parent, ignore_errors=True)
     cumulative = 0
     for line in trace.splitlines():
         parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
         if len(parts) == 3 and parts[2] == module:
             cumulative = int(parts[1])
+    version = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return {
-        "wall_ms": round((loaded - empty) * 1000, 1),
+        "python": version,
+        "bytecode_shipped": shipped,
+        "wall_ms": round((built - empty) * 1000, 1),
+        "wall_uncompiled_ms": round((uncompiled - empty) * 1000, 1),
         "importtime_ms": round(cumulative / 1000, 1),
     }
 
 
-def package_sizes() -> dict[str, Any]:
-    """Synthesize the app (bundling locally, offline) and measure each function's asset."""
+def measure_packages(runs: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Synthesize the app (bundling locally, offline); each function's asset: its size, and
+    its handler's import time from the asset itself."""
     out = Path(tempfile.mkdtemp(prefix="ibi-bench-synth-"))
     try:
         subprocess.run(
@@ -64,8 +107,8 @@ def package_sizes() -> dict[str, Any]:
             capture_output=True,
             env={**os.environ, "CDK_OUTDIR": str(out), "CDK_DISABLE_CLI_TELEMETRY": "true"},
         )
-        sizes = {}
-        for asset in out.glob("asset.*"):
+        sizes, imports = {}, {}
+        for asset in sorted(out.glob("asset.*")):
             if not asset.is_dir():
                 continue
             handler = next(
@@ -79,17 +122,17 @@ def package_sizes() -> dict[str, Any]:
             if handler is None:
                 continue
             total = sum(f.stat().st_size for f in asset.rglob("*") if f.is_file())
+            # (the size includes the bytecode, when the package ships it)
             sizes[handler] = {"bytes": total, "mb": round(total / 1e6, 2)}
-        return sizes
+            imports[handler] = import_ms(HANDLERS[handler], runs, asset)
+        return dict(sorted(imports.items())), dict(sorted(sizes.items()))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
 def run(quick: bool) -> dict[str, Any]:
     runs = 3 if quick else 7
-    result = {
-        "imports": {name: import_ms(module, runs) for name, module in HANDLERS.items()},
-        "packages": package_sizes(),
-    }
+    imports, packages = measure_packages(runs)
+    result = {"imports": imports, "packages": packages}
     save("startup", result)
     return result

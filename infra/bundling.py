@@ -10,12 +10,23 @@ only filling the wheelhouse does, once, at setup time::
 ``requirements.txt`` lists the complete dependency closure and is installed with ``--no-deps``:
 boto3 and botocore come from the Lambda runtime, and a bundled botocore would shadow the one
 the runtime's boto3 was released with.
+
+Bytecode: ``/var/task`` is read-only, so a package without ``.pyc`` files is compiled again at
+every cold start (hundreds of milliseconds for Powertools and ibi). When an interpreter of the
+runtime's exact version is on this machine (``IBI_LAMBDA_PYTHON``, ``python3.13`` on the
+``PATH``, or pyenv's), the asset ships bytecode compiled by it, checked by hash of nothing
+(``unchecked-hash``: a deployed package never changes, and zip archives do not keep the
+modification times a timestamp check would compare). Without one, the asset is the same, less
+the bytecode.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import glob
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -85,6 +96,7 @@ class LocalPythonBundling:
         for source in self.sources:
             self._copy(source, output)
         self._install(output)
+        compile_bytecode(output)
         return True
 
     def _copy(self, source: str, output: Path) -> None:
@@ -125,6 +137,47 @@ class LocalPythonBundling:
                 f"{result.stderr.strip()}"
             )
         shutil.rmtree(output / "bin", ignore_errors=True)  # console scripts: unused in Lambda
+
+
+@functools.cache
+def runtime_python() -> str | None:
+    """An interpreter of the Lambda runtime's version (3.13), or ``None`` if there is none."""
+    version = RUNTIME.name.removeprefix("python")
+    candidates = [
+        os.environ.get("IBI_LAMBDA_PYTHON", ""),
+        shutil.which(f"python{version}") or "",
+        *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}"))),
+    ]
+    for candidate in filter(None, candidates):
+        try:
+            found = subprocess.run(  # noqa: S603
+                [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except OSError:
+            continue
+        if found.returncode == 0 and found.stdout.strip() == version:
+            return candidate
+    return None
+
+
+def compile_bytecode(output: Path) -> bool:
+    """Compile every module of ``output`` for the Lambda runtime, if its interpreter is here."""
+    python = runtime_python()
+    if python is None:
+        logger.info("no %s interpreter here: the asset ships no bytecode", RUNTIME.name)
+        return False
+    command = [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode"]
+    subprocess.run(  # noqa: S603
+        [*command, "unchecked-hash", str(output)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
+    return True
 
 
 def function_sources(function: str) -> tuple[str, ...]:

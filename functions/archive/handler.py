@@ -19,8 +19,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.metrics import MetricUnit
@@ -41,6 +40,7 @@ from functions.archive.store import ArchiveStoreError, DynamoItemStore
 from functions.archive.transfer import TransferFailed, check_item
 from functions.archive.transfer import transfer as transfer_item
 from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
+from ibi.aws import aws_client
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, encode_value, format_pair_list, parse_query
 from ibi.core.relations import parse_verb_list, wants_file_list
@@ -48,7 +48,6 @@ from ibi.core.relations import parse_verb_list, wants_file_list
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="archive")
-tracer = Tracer(service="archive")
 metrics = Metrics(namespace="ibi", service="archive")
 
 TEXT = "text/plain; charset=us-ascii"
@@ -614,11 +613,11 @@ def _runtime() -> ArchiveRuntime:
     from botocore.config import Config
 
     # SigV4 presigning signs the length and checksum of uploads (SigV2 would not).
-    s3 = boto3.client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
-    runtime = runtime_from_settings(settings, boto3.client("dynamodb"), s3)
+    s3 = aws_client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
+    runtime = runtime_from_settings(settings, aws_client("dynamodb"), s3)
     parameter = settings.registration_key_parameter
     if parameter:
-        ssm = boto3.client("ssm")
+        ssm = aws_client("ssm")
 
         def read_key() -> str:
             answer = ssm.get_parameter(Name=parameter, WithDecryption=True)
@@ -631,7 +630,6 @@ def _runtime() -> ArchiveRuntime:
 def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:
     # A resolver's request carries its correlation id: the Archive's logs then share it.
     @logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
-    @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return app.resolve(event, context)

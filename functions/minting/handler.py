@@ -10,8 +10,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
@@ -27,11 +26,11 @@ from functions.minting.service import (
 )
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore
+from ibi.aws import aws_client
 from ibi.core.dates import format_date, parse_date
 from ibi.core.errors import InvalidInput
 
 logger = Logger(service="minting")
-tracer = Tracer(service="minting")
 metrics = Metrics(namespace="ibi", service="minting")
 
 # GET routes publish no metric; Powertools would warn about that on every call.
@@ -71,7 +70,6 @@ def create_app(service_provider: Callable[[], MintingService]) -> APIGatewayHttp
         return f"anonymous:{context.http.source_ip}"
 
     @app.post("/mint")
-    @tracer.capture_method
     def mint() -> Response[str]:
         event = app.current_event
         try:
@@ -105,7 +103,6 @@ def create_app(service_provider: Callable[[], MintingService]) -> APIGatewayHttp
         return _json(200, result.answer)
 
     @app.get("/mints")
-    @tracer.capture_method
     def list_mints() -> Response[str]:
         event = app.current_event
         limit_text = event.get_query_string_value("limit", "20") or "20"
@@ -203,14 +200,13 @@ def service_from_settings(settings: Settings, dynamodb: Any) -> MintingService:
 def _service() -> MintingService:
     """Built once per execution environment, on the first request (the cold start)."""
     settings = Settings.from_environment()
-    return service_from_settings(settings, boto3.client("dynamodb"))
+    return service_from_settings(settings, aws_client("dynamodb"))
 
 
 def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:
-    """The Lambda entry point around ``app``, with logging, tracing and metrics."""
+    """The Lambda entry point around ``app``, with logging and metrics."""
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-    @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return app.resolve(event, context)

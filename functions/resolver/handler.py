@@ -21,8 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
@@ -42,6 +41,7 @@ from functions.resolver.resolution import (
 )
 from functions.resolver.service import RegistrationService
 from functions.resolver.settings import ResolverSettings
+from ibi.aws import aws_client
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import parse_label
@@ -51,7 +51,6 @@ from ibi.core.persistent_url import parse_persistent_url
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="resolver")
-tracer = Tracer(service="resolver")
 metrics = Metrics(namespace="ibi", service="resolver")
 
 REGISTRY_CACHE_SECONDS = 5.0
@@ -522,7 +521,7 @@ def _json(status: int, body: Any) -> Response[str]:
 def load_pepper(settings: ResolverSettings, secrets_client: Any = None) -> bytes:
     """The HMAC pepper: from Secrets Manager in AWS, from a file locally (made if missing)."""
     if settings.pepper_secret_arn:
-        client = secrets_client or boto3.client("secretsmanager")
+        client = secrets_client or aws_client("secretsmanager")
         value = client.get_secret_value(SecretId=settings.pepper_secret_arn)["SecretString"]
         return str(value).encode()
     path = Path(str(settings.pepper_file))
@@ -559,12 +558,11 @@ def runtime_from_settings(
 @lru_cache(maxsize=1)
 def _runtime() -> ResolverRuntime:
     settings = ResolverSettings.from_environment()
-    return runtime_from_settings(settings, boto3.client("dynamodb"), load_pepper(settings))
+    return runtime_from_settings(settings, aws_client("dynamodb"), load_pepper(settings))
 
 
 def make_handler(app: APIGatewayHttpResolver) -> Callable[[dict[str, Any], LambdaContext], Any]:
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-    @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return app.resolve(event, context)
