@@ -475,7 +475,7 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
         except InvalidInput as error:
             return _protocol_error(f"{error}")
         filepath = query.get("parsedibiurl.filepath", "").strip("/")
-        profile = current.store.profile()
+        profile, asked = current.store.profile_and_item(label)  # one round trip
         relations = relations_for(verbs, profile.languages, profile.unspecified_language)
         now = current.clock()
 
@@ -486,9 +486,12 @@ def create_app(runtime_provider: Callable[[], ArchiveRuntime]) -> APIGatewayHttp
             )
             return key
 
+        def holdings(wanted: str) -> Item | None:
+            return asked if wanted == label else current.store.get(wanted)
+
         pairs, item = make_url_list(
             label,
-            holdings=current.store.get,
+            holdings=holdings,
             identity=identity,
             views=views,
             relations=relations,

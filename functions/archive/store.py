@@ -71,6 +71,7 @@ class ItemStore(Protocol):
     def create(self, item: Item) -> None: ...
     def replace(self, item: Item, *, expected_version: int) -> None: ...
     def profile(self) -> Profile: ...
+    def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def service_item(self) -> Forms | None: ...
     def claim_service_item(self, forms: Forms) -> Forms: ...
     def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None: ...
@@ -142,6 +143,14 @@ def item_from_json(data: dict[str, Any], version: int) -> Item:
     )
 
 
+def _profile(record: dict[str, Any] | None) -> Profile:
+    record = record or {}
+    return Profile(
+        languages=frozenset(record.get("languages", {}).get("SS", [])),
+        unspecified_language=bool(record.get("unspecified", {}).get("BOOL", False)),
+    )
+
+
 def _error(error: Exception, action: str) -> ArchiveStoreError:
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
@@ -173,7 +182,10 @@ class DynamoItemStore:
         return item
 
     def get(self, label: str) -> Item | None:
-        record = self._get(label)
+        return self._item(self._get(label))
+
+    def _item(self, record: dict[str, Any] | None) -> Item | None:
+        """The item a record stands for: itself, or the one an alias record points to."""
         if record is not None and "alias_of" in record:
             record = self._get(record["alias_of"]["S"])
         if record is None or "data" not in record:
@@ -286,11 +298,31 @@ class DynamoItemStore:
             self._note_language(translation.language)
 
     def profile(self) -> Profile:
-        record = self._get(PROFILE_KEY) or {}
-        return Profile(
-            languages=frozenset(record.get("languages", {}).get("SS", [])),
-            unspecified_language=bool(record.get("unspecified", {}).get("BOOL", False)),
-        )
+        return _profile(self._get(PROFILE_KEY))
+
+    def profile_and_item(self, label: str) -> tuple[Profile, Item | None]:
+        """The profile and ``label``'s item in one round trip (what every urlRequest reads)."""
+        if label == PROFILE_KEY:
+            return self.profile(), None
+        keys = [{"label": {"S": PROFILE_KEY}}, {"label": {"S": label}}]
+        try:
+            answer = self._client.batch_get_item(
+                RequestItems={self._table: {"Keys": keys, "ConsistentRead": True}}
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise _error(error, "reading an item") from error
+        records: dict[str, dict[str, Any]] = {
+            record["label"]["S"]: record
+            for record in answer.get("Responses", {}).get(self._table, [])
+        }
+        # Keys DynamoDB left unprocessed (throttling) are read again, one by one.
+        left: dict[str, Any] = dict(answer.get("UnprocessedKeys", {}).get(self._table, {}))
+        unprocessed: list[dict[str, Any]] = left.get("Keys", [])
+        for key in unprocessed:
+            record = self._get(key["label"]["S"])
+            if record is not None:
+                records[key["label"]["S"]] = record
+        return _profile(records.get(PROFILE_KEY)), self._item(records.get(label))
 
     # -- the Archive's own service item --------------------------------------------------------
 

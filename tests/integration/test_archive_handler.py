@@ -360,3 +360,48 @@ def test_logs_carry_the_resolvers_correlation_id_and_the_ibi(
     record = json.loads(buffer.getvalue().splitlines()[-1])
     assert record["correlation_id"] == "resolver-req-42"
     assert record["ibi"] == ITEM and record["held"] is True
+
+
+def _dynamodb_calls(runtime: ArchiveRuntime) -> list[str]:
+    """The DynamoDB operations the store's client makes from now on, in order."""
+    calls: list[str] = []
+    client = runtime.store._client  # type: ignore[attr-defined]
+    client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
+    )
+    return calls
+
+
+def test_a_url_request_costs_one_read_and_one_write_at_most(
+    invoke: Invoke, runtime: ArchiveRuntime
+) -> None:
+    """The profile and the item in one round trip; a urlkey written only with a URL."""
+    deposit(invoke, runtime)
+    calls = _dynamodb_calls(runtime)
+    assert pairs(invoke("url_request.json")).word("urlkey")
+    assert calls == ["BatchGetItem", "PutItem"]
+    calls.clear()
+    assert pairs(invoke("url_request_unknown.json")) == parse_pair_list("")
+    assert calls == ["BatchGetItem"]  # most Archives of a round: one read, nothing written
+
+
+def test_the_profile_and_the_item_survive_keys_left_unprocessed(runtime: ArchiveRuntime) -> None:
+    """DynamoDB may leave keys of a batch unprocessed (throttling): they are read one by one."""
+    store = runtime.store
+    assert isinstance(store, DynamoItemStore)
+    runtime.service.create_original({"ibi": ITEM, "url": "https://example.org/a", "language": "pt"})
+    client = store._client
+    real = client.batch_get_item
+
+    def throttled(**request: Any) -> Any:
+        table, asked = next(iter(request["RequestItems"].items()))
+        answer = real(**request)
+        answer["Responses"][table] = []  # nothing processed
+        answer["UnprocessedKeys"] = {table: asked}
+        return answer
+
+    client.batch_get_item = throttled
+    profile, item = store.profile_and_item(ITEM)
+    assert item is not None and item.external_url == "https://example.org/a"
+    assert profile.languages == frozenset({"pt"})
+    assert store.profile_and_item("8JMKD3MGP8W/35MMLL8")[1] is None
