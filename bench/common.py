@@ -87,3 +87,39 @@ def plot(
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def bars(
+    name: str,
+    title: str,
+    ylabel: str,
+    groups: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    line: tuple[str, float] | None = None,
+) -> Path:
+    """Grouped bars: one group per entry of ``groups``, one bar per series; an optional
+    horizontal line (a target)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.2))
+    width = 0.8 / max(1, len(series))
+    for index, (label, values) in enumerate(series.items()):
+        positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
+        axes.bar(positions, values, width=width, label=label)
+    axes.set_xticks(range(len(groups)), list(groups))
+    if line is not None:
+        axes.axhline(line[1], color="black", linestyle="--", linewidth=1, label=line[0])
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, axis="y", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

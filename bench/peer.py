@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import save, summary_ms
+from bench.common import bars, save, summary_ms
+from ibi.core.pairlist import encode_query
 from ibi.local.stores import free_port
 
 
@@ -116,10 +117,39 @@ def ibi(rounds: int, folder: Path) -> dict[str, Any]:
         persistent = f"{federation.resolver_url}/{item['ibi']['ibip']}"
         for _ in range(4):  # warm every worker and its location hint
             _timed(urllib.request.Request(persistent), 302)
+        archives = [g for g in federation.gateways if g.name.startswith("archive")]
+        time.sleep(0.5)  # the last acknowledgments, sent in the background
+        before = [g.requests_served for g in archives]
         resolves = [_timed(urllib.request.Request(persistent), 302) for _ in range(rounds)]
+        time.sleep(0.5)
+        counted = [g.requests_served - b for g, b in zip(archives, before, strict=True)]
+        # Where the time goes: one hop through the gateway to a handler that does no I/O (the
+        # resolver's landing page), and the Archive's urlRequest asked directly.
+        hop = [
+            _timed(urllib.request.Request(federation.resolver_url + "/"), 200)
+            for _ in range(rounds)
+        ]
+        protocol = archive.service()["protocol_url"]
+        query = encode_query(
+            [
+                ("servicesubject", "urlRequest"),
+                ("clientinformation.ipaddress", "127.0.0.1"),
+                ("parsedibiurl.ibi", item["ibi"]["ibip"]),
+            ]
+        )
+        url_requests = [
+            _timed(urllib.request.Request(f"{protocol}?{query}"), 200) for _ in range(rounds)
+        ]
     finally:
         federation.stop()
-    return {"mint": summary_ms(mints), "resolve": summary_ms(resolves)}
+    return {
+        "mint": summary_ms(mints),
+        "resolve": summary_ms(resolves),
+        # urlRequest and acknowledgment, as each Archive's gateway counted them.
+        "archive_requests_per_resolution": [round(c / rounds, 2) for c in counted],
+        "hop": summary_ms(hop),
+        "archive_url_request": summary_ms(url_requests),
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -134,4 +164,14 @@ def run(quick: bool) -> dict[str, Any]:
         "ratio_mint_p50": round(ours["mint"]["p50_ms"] / theirs["mint"]["p50_ms"], 2),
     }
     save("peer", result)
+    bars(
+        "peer",
+        "ibi and arklet on the same machine (p50)",
+        "ms",
+        ["mint one identifier", "warm resolution"],
+        {
+            "ibi": [ours["mint"]["p50_ms"], ours["resolve"]["p50_ms"]],
+            "arklet": [theirs["mint"]["p50_ms"], theirs["resolve"]["p50_ms"]],
+        },
+    )
     return result

@@ -18,11 +18,12 @@ HTTP_API_REQUEST = 1.00 / 1e6
 DYNAMODB_WRITE = 0.625 / 1e6  # on-demand write request unit
 DYNAMODB_READ = 0.125 / 1e6  # on-demand read request unit (strongly consistent: 1 per 4 KB)
 
-# Measured here (BENCHMARKS.md): resolver CPU per Archive request ~1.2 ms on one core; an
-# Archive answers a urlRequest in ~10 ms of Lambda time with 2-3 DynamoDB reads.
-RESOLVER_CPU_PER_REQUEST_S = 0.0012
+# Measured here (BENCHMARKS.md): resolver CPU per Archive request ~0.33 ms (a round of 64 costs
+# ~21 ms of CPU); an Archive answers a urlRequest with one BatchGetItem of two items (its
+# profile and the IBI: two read units), in ~10 ms of Lambda time counting DynamoDB's round trip.
+RESOLVER_CPU_PER_REQUEST_S = 0.00033
 ARCHIVE_SECONDS_PER_REQUEST = 0.010
-ARCHIVE_READS_PER_REQUEST = 2.5
+ARCHIVE_READS_PER_REQUEST = 2
 
 
 @dataclass(frozen=True, slots=True)

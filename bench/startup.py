@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import save
+from bench.common import bars, save
 from infra.bundling import runtime_python
 
 ROOT = Path(__file__).parents[1]
@@ -135,4 +135,15 @@ def run(quick: bool) -> dict[str, Any]:
     imports, packages = measure_packages(runs)
     result = {"imports": imports, "packages": packages}
     save("startup", result)
+    bars(
+        "startup",
+        "Handler import from the deployment package (median)",
+        "ms",
+        list(imports),
+        {
+            "as built": [row["wall_ms"] for row in imports.values()],
+            "no bytecode": [row["wall_uncompiled_ms"] for row in imports.values()],
+        },
+        line=("target", 300),
+    )
     return result

@@ -125,6 +125,8 @@ class LocalGateway:
         self._factory = handler_factory
         self._workers = workers
         self._processes: list[BaseProcess] = []
+        # Requests answered by all workers, as API Gateway's Count metric counts them.
+        self._served = multiprocessing.get_context("fork").Value("Q", 0)
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((LOOPBACK, port))
@@ -135,12 +137,18 @@ class LocalGateway:
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
+    @property
+    def requests_served(self) -> int:
+        """How many requests this API has answered (every worker, every status)."""
+        with self._served.get_lock():
+            return int(self._served.value)
+
     def start(self) -> LocalGateway:
         context = multiprocessing.get_context("fork")
         for index in range(self._workers):
             process = context.Process(
                 target=_serve,
-                args=(f"{self.name}-{index}", self.socket, self._factory),
+                args=(f"{self.name}-{index}", self.socket, self._factory, self._served),
                 name=f"{self.name}-{index}",
                 daemon=True,
             )
@@ -168,20 +176,23 @@ class LocalGateway:
 class _WorkerServer(HTTPServer):
     """A single-threaded HTTP server on a socket its parent bound."""
 
-    def __init__(self, name: str, listening: socket.socket, handler: Handler) -> None:
+    def __init__(self, name: str, listening: socket.socket, handler: Handler, served: Any) -> None:
         super().__init__((LOOPBACK, 0), _RequestHandler, bind_and_activate=False)
         self.socket.close()
         self.socket = listening
         self.name = name
         self.handler = handler
+        self.served = served
 
 
-def _serve(name: str, listening: socket.socket, factory: Callable[[], Handler]) -> None:
+def _serve(
+    name: str, listening: socket.socket, factory: Callable[[], Handler], served: Any
+) -> None:
     """A worker process: build the handler, then serve until told to stop."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    server = _WorkerServer(name, listening, factory())
+    server = _WorkerServer(name, listening, factory(), served)
     server.serve_forever()
 
 
@@ -227,6 +238,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         payload: bytes,
         cookies: list[str] | None = None,
     ) -> None:
+        with self.server.served.get_lock():
+            self.server.served.value += 1
         self.send_response(status)
         for name, value in headers.items():
             if name not in {"content-length", "connection", "transfer-encoding"}:
