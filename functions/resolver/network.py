@@ -35,6 +35,10 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_MAX_ANSWER = 256 * 1024
 IDLE_SECONDS = 20.0  # a kept connection older than this is closed, not reused
 MAX_IDLE_PER_ARCHIVE = 4
+# Lambda allows 1,024 open files: at most this many requests in flight (the others of a round
+# wait their turn), and at most this many connections kept.
+MAX_IN_FLIGHT = 256
+MAX_IDLE = 256
 VETTED_SECONDS = 60.0  # how long a host name's checked IP is reused
 READ_SIZE = 64 * 1024
 T = TypeVar("T")
@@ -207,6 +211,8 @@ class _IoThread:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
         self.idle: dict[tuple[str, str, int, str], list[_Connection]] = {}
+        self.idle_count = 0
+        self.in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
         self.background: set[asyncio.Task[Any]] = set()
         threading.Thread(target=self.loop.run_forever, name="ibi-archive-io", daemon=True).start()
 
@@ -334,7 +340,8 @@ class ArchiveTransport:
             task.add_done_callback(_forget(background))
 
     async def _ask(self, request: Request, timeout: float) -> PairList:
-        async with asyncio.timeout(timeout):
+        assert self._io is not None
+        async with self._io.in_flight, asyncio.timeout(timeout):
             endpoint = request.endpoint
             ip = await self._vet(endpoint)
             headers = [
@@ -386,6 +393,7 @@ class ArchiveTransport:
         kept = self._io.idle.get((endpoint.scheme, endpoint.host, endpoint.port, ip), [])
         while kept:
             connection = kept.pop()
+            self._io.idle_count -= 1
             if connection.usable():
                 return connection, True
             connection.close()
@@ -410,10 +418,11 @@ class ArchiveTransport:
             connection.close()
             return
         kept = self._io.idle.setdefault((endpoint.scheme, endpoint.host, endpoint.port, ip), [])
-        if len(kept) >= MAX_IDLE_PER_ARCHIVE:
+        if len(kept) >= MAX_IDLE_PER_ARCHIVE or self._io.idle_count >= MAX_IDLE:
             connection.close()
         else:
             kept.append(connection)
+            self._io.idle_count += 1
 
 
 def _forget(background: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

@@ -258,3 +258,39 @@ def test_a_forked_process_gets_its_own_loop_and_connections() -> None:
         assert child.exitcode == 0 and result.get(timeout=1) == "Original"
         assert get(transport, server).word("state") == "Original"
     assert server.connections == 2  # the parent's, kept; the child's own
+
+
+def test_requests_in_flight_and_kept_connections_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lambda allows 1,024 open files: a round of many Archives takes turns."""
+    from functions.resolver import network
+
+    monkeypatch.setattr(network, "MAX_IN_FLIGHT", 2)
+    monkeypatch.setattr(network, "MAX_IDLE", 3)
+    lock = threading.Lock()
+    active, peak = [0], [0]
+
+    def answer(n: int) -> bytes:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return ok()
+
+    transport = ArchiveTransport(LOOPBACK_ONLY)
+    servers = [Scripted(answer) for _ in range(6)]
+    try:
+        requests: dict[str, Request | None] = {
+            str(i): Request(s.endpoint, SERVICE, PAIRS) for i, s in enumerate(servers)
+        }
+        outcomes = transport.ask_all(requests, timeout=2.0, deadline=time.monotonic() + 3)
+        assert [o.problem for o in outcomes] == [None] * 6
+        assert peak[0] == 2
+        transport.ask_all(requests, timeout=2.0, deadline=time.monotonic() + 3)
+        assert transport.connections_opened == 6 + 3  # 3 were kept, 3 opened again
+    finally:
+        for server in servers:
+            server.close()
