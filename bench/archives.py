@@ -100,4 +100,4 @@ class FakeArchives:
     def counted(self) -> int:
         """urlRequests received so far, by all of them."""
         with self._counts.get_lock():
-            return sum(self._counts)
+            return sum(int(count) for count in self._counts[:])

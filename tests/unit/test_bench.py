@@ -1,0 +1,56 @@
+"""The benchmark suite's own pieces (not timings: benchmarks are never pass/fail on time)."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+from bench.archives import FakeArchives, FakeSpec
+from bench.common import RESULTS, percentile
+from bench.report import write_report
+from bench.scale import Scenario, cost_per_million_ibis, simulate_requests
+from ibi.core.pairlist import encode_query, parse_pair_list
+
+ITEM = "8JMKD3MGP8W/35MMLL8"
+
+
+def test_percentiles_pick_from_the_sorted_values() -> None:
+    values = [5.0, 1.0, 3.0, 2.0, 4.0]
+    assert (percentile(values, 0), percentile(values, 50), percentile(values, 100)) == (1, 3, 5)
+
+
+def test_a_right_hint_is_one_request_a_wrong_one_is_everyone() -> None:
+    assert simulate_requests(Scenario(1000, 1.0), resolutions=1000) == 1
+    assert simulate_requests(Scenario(1000, 0.0), resolutions=1000) == 1000
+    assert 90 < simulate_requests(Scenario(1000, 0.9), resolutions=20_000) < 110
+
+
+def test_batches_make_each_ibi_cheaper() -> None:
+    assert cost_per_million_ibis(1) > cost_per_million_ibis(10) > cost_per_million_ibis(1000)
+
+
+def test_the_report_shows_every_suite_its_target_and_its_plot(tmp_path: Path) -> None:
+    target = tmp_path / "BENCHMARKS.md"
+    write_report(target, RESULTS)
+    report = target.read_text()
+    for section in ("## Minting", "## Resolution", "## Start-up", "## A peer"):
+        assert section in report
+    assert len(re.findall(r"^Target: ", report, flags=re.MULTILINE)) == 4
+    for plot in re.findall(r"\(bench/results/(\w+\.png)\)", report):
+        assert (RESULTS / plot).is_file(), plot
+    assert len(re.findall(r"\(bench/results/(\w+\.png)\)", report)) == 4
+
+
+def test_fake_archives_answer_in_their_own_process_and_count_url_requests() -> None:
+    specs = [FakeSpec("8JMKD3MGP8W/3FSUP4L", 0.0, {ITEM: "state Original\n"})]
+    specs.append(FakeSpec("8JMKD3MGP8W/3FSUP4M", 0.0, {}))
+    with FakeArchives(specs) as archives:
+        answers = []
+        for spec, address in zip(specs, archives.addresses, strict=True):
+            query = encode_query([("servicesubject", "urlRequest"), ("parsedibiurl.ibi", ITEM)])
+            url = f"http://{address}/{spec.service_ibi}?{query}"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                answers.append(parse_pair_list(response.read()))
+        assert [a.word("state") for a in answers] == ["Original", None]
+        assert archives.counted() == 2
