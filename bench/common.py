@@ -81,12 +81,7 @@ def plot(
         axes.set_xscale("log", base=2)
     axes.grid(True, alpha=0.3)
     axes.legend()
-    figure.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.png"
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, name)
 
 
 def bars(
@@ -117,6 +112,13 @@ def bars(
     axes.set_ylabel(ylabel)
     axes.grid(True, axis="y", alpha=0.3)
     axes.legend()
+    return _save(figure, name)
+
+
+def _save(figure: Any, name: str) -> Path:
+    """``bench/results/<name>.png``, and the figure closed."""
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.png"

@@ -215,13 +215,11 @@ class ArchiveConfig:
         if raw is None:
             return cls()
         raw = _context_object(raw, ARCHIVE_CONTEXT_KEY, ARCHIVE_FIELDS)
-        values: dict[str, Any] = {
-            name: raw[name]
-            for name in ("base_url", "platform_software", "mint_subsystem", "urlkey_ttl_seconds")
-            if raw.get(name) is not None
-        }
-        if raw.get("log_retention") is not None:
-            values["log_retention"] = _retention(raw["log_retention"], ARCHIVE_CONTEXT_KEY)
+        values = _plain_values(
+            raw,
+            ("base_url", "platform_software", "mint_subsystem", "urlkey_ttl_seconds"),
+            ARCHIVE_CONTEXT_KEY,
+        )
         join = raw.get("join")
         if join is not None:
             if not isinstance(join, Mapping) or set(join) != {
@@ -305,14 +303,8 @@ class ResolverConfig:
         if raw is None:
             return cls()
         raw = _context_object(raw, RESOLVER_CONTEXT_KEY, RESOLVER_FIELDS)
-        values: dict[str, Any] = {
-            name: raw[name]
-            for name in ("domain_name", "certificate_arn", "service_ibi", "name")
-            if raw.get(name) is not None
-        }
-        if raw.get("log_retention") is not None:
-            values["log_retention"] = _retention(raw["log_retention"], RESOLVER_CONTEXT_KEY)
-        return cls(**values)
+        fields = ("domain_name", "certificate_arn", "service_ibi", "name")
+        return cls(**_plain_values(raw, fields, RESOLVER_CONTEXT_KEY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,6 +395,14 @@ class OperationsConfig:
             return cls()
         raw = _context_object(raw, OPERATIONS_CONTEXT_KEY, OPERATIONS_FIELDS)
         return cls(**{name: raw[name] for name in OPERATIONS_FIELDS if raw.get(name) is not None})
+
+
+def _plain_values(raw: Mapping[str, Any], names: Iterable[str], key: str) -> dict[str, Any]:
+    """The given fields that are set, as they are, and ``log_retention`` parsed."""
+    values: dict[str, Any] = {name: raw[name] for name in names if raw.get(name) is not None}
+    if raw.get("log_retention") is not None:
+        values["log_retention"] = _retention(raw["log_retention"], key)
+    return values
 
 
 def _context_object(raw: Any, key: str, fields: Iterable[str]) -> Mapping[str, Any]:
