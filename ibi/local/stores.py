@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -31,11 +32,35 @@ class LocalStoreError(RuntimeError):
     """A local store could not be found or started."""
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel takes outgoing connections' local ports from."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A loopback port nothing listens on, for a server to bind a moment later.
+
+    Chosen below the ephemeral range: a port from it (what ``bind(0)`` gives) can be taken by
+    any outgoing connection in the meantime, and then the server cannot bind it.
+    """
+    low, _ = _ephemeral_ports()
+    first = 20000 if low > 21000 else 10000
+    for _ in range(200):
+        port = random.randrange(first, max(first + 1000, low))  # noqa: S311 (not a secret)
+        with socket.socket() as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # a crowded machine: any port the kernel gives
         sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        found: int = sock.getsockname()[1]
+        return found
 
 
 def find_node_tool(name: str) -> Path:

@@ -45,3 +45,13 @@ def test_every_answered_request_is_counted_as_api_gateway_counts_them() -> None:
         assert gateway.requests_served == 6
     finally:
         gateway.shutdown()
+
+
+def test_free_ports_lie_below_the_range_outgoing_connections_take_theirs_from() -> None:
+    from ibi.local.stores import _ephemeral_ports
+
+    low, _ = _ephemeral_ports()
+    ports = {free_port() for _ in range(20)}
+    assert all(port < low for port in ports)
+    gateway = LocalGateway("echo", _echo, ports.pop(), workers=1)  # binds it
+    gateway.shutdown()
