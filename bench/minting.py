@@ -21,8 +21,8 @@ from functions.minting.handler import create_app, make_handler, service_from_set
 from functions.minting.service import MintRequest
 from functions.minting.settings import Settings
 from functions.minting.store import ensure_tables
-from ibi.local.gateway import LocalGateway
-from ibi.local.stores import Dynalite
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.stores import Dynalite
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 TABLES = {"state": "bench-state", "record": "bench-record", "idempotency": "bench-idempotency"}

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.common import bars, save, summary_ms
 from ibi.core.pairlist import encode_query
-from ibi.local.stores import free_port
+from ibi_tools.local.stores import free_port
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -95,7 +95,7 @@ def arklet(rounds: int, folder: Path) -> dict[str, Any]:
 
 def ibi(rounds: int, folder: Path) -> dict[str, Any]:
     from ibi.client import ArchiveClient
-    from ibi.local.federation import LocalFederation
+    from ibi_tools.local.federation import LocalFederation
 
     ports = [free_port() for _ in range(4)]
     federation = LocalFederation(

@@ -25,7 +25,7 @@ from functions.resolver.registry import ensure_table
 from functions.resolver.resolution import ArchiveAnswer, Resolver
 from functions.resolver.settings import ResolverSettings
 from ibi.core.persistent_url import parse_persistent_url
-from ibi.local.stores import Dynalite, free_port
+from ibi_tools.local.stores import Dynalite, free_port
 
 ITEM = "8JMKD3MGP8W/35MMLL8"
 KEY = "1234567890-0987654321"

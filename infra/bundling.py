@@ -1,6 +1,7 @@
 """Lambda code assets built without Docker, and offline.
 
-A function's asset is the shared ``ibi`` package, its own ``functions/<name>/`` directory and
+A function's asset is the ``ibi`` package (the core, AWS clients, API clients), the shared edge
+``functions/shared/``, its own ``functions/<name>/`` directory and
 the wheels its ``requirements.txt`` pins, installed for the Lambda platform (python3.13 on
 arm64) from a local wheelhouse. ``cdk synth`` therefore needs neither Docker nor the network;
 only filling the wheelhouse does, once, at setup time::
@@ -181,8 +182,8 @@ def compile_bytecode(output: Path) -> bool:
 
 
 def function_sources(function: str) -> tuple[str, ...]:
-    """What a function's asset holds: the shared package and the function's own package."""
-    return (SHARED_PACKAGE, "functions/__init__.py", f"functions/{function}")
+    """What a function's asset holds: the core, the shared edge and the function's own package."""
+    return (SHARED_PACKAGE, "functions/__init__.py", "functions/shared", f"functions/{function}")
 
 
 def _asset_exclude(sources: Sequence[str]) -> list[str]:

@@ -8,9 +8,10 @@ the item's key (its main label, which holds slashes: ``8JMKD3MGP8W/35MME4E``,
 Large files go straight to S3 through a presigned PUT, then :meth:`S3FileStore.commit` checks
 what arrived before the item lists the file. On AWS the URL is signed over the length, the
 content type and ``x-amz-checksum-sha256``, so S3 refuses any other length, type or body
-(``BadDigest``) and keeps the SHA-256 it verified, which the commit reads back. Emulators check
-less (s3rver none of it, moto no checksum; see ``ibi/local/s3.py``): there the commit reads the
-object and hashes it, which is also what it does whenever no trustworthy checksum is stored.
+(``BadDigest``) and keeps the SHA-256 it verified, which the commit reads back. Emulators
+check less (s3rver none of it, moto no checksum; see ``ibi_tools/local/s3.py``): there the
+commit reads the object and hashes it, which is also what it does whenever no trustworthy
+checksum is stored.
 
 The client must presign with SigV4 (``Config(signature_version="s3v4")``): botocore presigns
 with SigV2 by default in us-east-1, which does not sign the length (and which S3 is retiring);

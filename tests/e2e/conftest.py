@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ibi.local.stores import free_port
+from ibi_tools.local.stores import free_port
 from tests.e2e.support import LocalRun
 
 

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from ibi.local.stores import free_port
+from ibi_tools.local.stores import free_port
 
-IBI = [sys.executable, "-m", "ibi.cli"]
+IBI = [sys.executable, "-m", "ibi_tools.cli"]
 
 
 class LocalRun:

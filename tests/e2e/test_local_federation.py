@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ibi.core.relations import MODIFIERS
-from ibi.local.stores import free_port
+from ibi_tools.local.stores import free_port
 from tests.e2e.support import LocalRun, cli
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ import pytest
 
 from ibi.client import MintingClient
 from ibi.core.labels import parse_label
-from ibi.local.stores import free_port
+from ibi_tools.local.stores import free_port
 from tests.e2e.support import LocalRun, cli
 
 pytestmark = pytest.mark.e2e

@@ -50,7 +50,8 @@ def test_asset_holds_the_archive_the_core_and_its_wheels(asset: Path) -> None:
     assert (asset / "aws_lambda_powertools" / "__init__.py").is_file()
     assert not (asset / "aws_xray_sdk").exists()
     functions = {p.name for p in (asset / "functions").iterdir() if p.is_dir()} - {"__pycache__"}
-    assert functions == {"archive"}
+    assert functions == {"archive", "shared"}  # its own function and the shared edge
+    assert not (asset / "ibi_tools").exists()
     assert not list(asset.glob("functions/*/requirements.txt"))
 
 

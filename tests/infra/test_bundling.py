@@ -104,7 +104,9 @@ def test_asset_leaves_out_what_the_runtime_provides_and_the_rest_of_the_repo(
     assert not list(asset.rglob("*.cpython-311.pyc"))  # this machine's bytecode
     assert not list(asset.glob("functions/*/requirements.txt"))
     functions = {p.name for p in (asset / "functions").iterdir() if p.is_dir()} - {"__pycache__"}
-    assert functions == {"minting"}
+    assert functions == {"minting", "shared"}  # its own function and the shared edge
+    assert not (asset / "ibi_tools").exists()  # the CLI and local mode stay out
+    assert not (asset / "ibi" / "local").exists() and not (asset / "ibi" / "cli.py").exists()
 
 
 def test_asset_hash_depends_only_on_the_function_sources(tmp_path: Path) -> None:

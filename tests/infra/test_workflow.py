@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ibi.cli import build_parser
+from ibi_tools.cli import build_parser
 from infra.ci import AUDIENCE, MAX_SESSION
 
 pytestmark = pytest.mark.infra

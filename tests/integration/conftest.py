@@ -25,7 +25,7 @@ def dynamodb() -> Iterator[Any]:
 @pytest.fixture
 def dynalite_endpoint(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
     """dynalite (npm) on loopback: one event loop, so conditional writes are atomic."""
-    from ibi.local.stores import Dynalite
+    from ibi_tools.local.stores import Dynalite
 
     with Dynalite(tmp_path / "dynamodb") as server:
         client = server.client()

@@ -31,8 +31,8 @@ from functions.archive.files import (
     attachment,
 )
 from ibi.core.errors import InvalidInput
-from ibi.local.s3 import LocalS3
-from ibi.local.stores import LOOPBACK, free_port
+from ibi_tools.local.s3 import LocalS3
+from ibi_tools.local.stores import LOOPBACK, free_port
 
 ITEM = "sid.inpe.br/mtc-m18/2009/07.21.13.23"
 IBIP_ITEM = "8JMKD3MGP8W/35MME4E"

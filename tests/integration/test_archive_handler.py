@@ -22,7 +22,7 @@ from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore, ensure_table
 from ibi.core.labels import IBI
 from ibi.core.pairlist import parse_pair_list
-from ibi.local.gateway import LocalContext
+from ibi_tools.local.gateway import LocalContext
 from tests.fakes import FakeClock
 
 EVENTS = Path(__file__).parents[2] / "events" / "archive"
@@ -324,7 +324,7 @@ def test_a_retried_deposit_gets_the_same_item(invoke: Invoke) -> None:
 def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
     invoke: Invoke, runtime: ArchiveRuntime
 ) -> None:
-    from ibi.local.stores import free_port
+    from ibi_tools.local.stores import free_port
 
     deposit(invoke, runtime)
     unreachable = json.dumps({"to": f"http://127.0.0.1:{free_port()}", "leave": "copy"})

@@ -18,7 +18,7 @@ from typing import Any
 from functions.minting.handler import create_app, make_handler, service_from_settings
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore
-from ibi.local.gateway import LocalGateway
+from ibi_tools.local.gateway import LocalGateway
 from tests.conftest import TABLES, minting_environment
 
 THREADS = 8

@@ -7,8 +7,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ibi.local.gateway import LocalGateway
-from ibi.local.stores import free_port
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.stores import free_port
 
 
 def _echo() -> Any:
@@ -48,7 +48,7 @@ def test_every_answered_request_is_counted_as_api_gateway_counts_them() -> None:
 
 
 def test_free_ports_lie_below_the_range_outgoing_connections_take_theirs_from() -> None:
-    from ibi.local.stores import _ephemeral_ports
+    from ibi_tools.local.stores import _ephemeral_ports
 
     low, _ = _ephemeral_ports()
     ports = {free_port() for _ in range(20)}

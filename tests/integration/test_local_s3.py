@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ibi.local.s3 import LocalS3
+from ibi_tools.local.s3 import LocalS3
 
 BUCKET = "ibi-archive-files"
 KEY = "items/8JMKD3MGP8W%2F35MME4E/doc/thesis.pdf"
@@ -24,7 +24,7 @@ RUN = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from ibi.local.s3 import LocalS3
+    from ibi_tools.local.s3 import LocalS3
 
     server = LocalS3(Path(sys.argv[1])).start()
     server.ensure_bucket(sys.argv[2])

@@ -13,7 +13,7 @@ import pytest
 from functions.minting.handler import create_app, make_handler, service_from_settings
 from functions.minting.settings import ConfigurationError, Settings
 from ibi.core.labels import parse_label
-from ibi.local.gateway import LocalContext
+from ibi_tools.local.gateway import LocalContext
 from tests.conftest import minting_environment
 
 EVENTS = Path(__file__).parents[2] / "events" / "minting"

@@ -14,7 +14,7 @@ from moto import mock_aws
 from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
-from ibi.local.gateway import LocalContext
+from ibi_tools.local.gateway import LocalContext
 
 EVENTS = Path(__file__).parents[2] / "events" / "resolver"
 

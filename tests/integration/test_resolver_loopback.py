@@ -20,8 +20,8 @@ from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
 from ibi.client import ApiError, ResolverClient
 from ibi.core.pairlist import encode_query
-from ibi.local.gateway import LocalGateway
-from ibi.local.stores import free_port
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.stores import free_port
 from tests.integration.archives import FakeArchive, serving
 
 SERVICE = "J8LNKB5R7W/3FUQHC5"

@@ -12,8 +12,8 @@ import pytest
 from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
-from ibi.local.gateway import LocalGateway
-from ibi.local.stores import Dynalite, free_port
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.stores import Dynalite, free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

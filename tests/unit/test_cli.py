@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ibi.cli import main
+from ibi_tools.cli import main
 
 TABLE_6_2 = [
     ("1287587646.394023", "1287587646.394023", "1287587646", "2010/10.20.15.14.06"),

@@ -103,7 +103,7 @@ def test_errors_carry_the_servers_message(server: str) -> None:
 
 
 def test_unreachable_endpoint_is_a_clear_error() -> None:
-    from ibi.local.stores import free_port
+    from ibi_tools.local.stores import free_port
 
     with pytest.raises(ApiError, match="cannot reach"):
         MintingClient(f"http://127.0.0.1:{free_port()}", retries=0, timeout=2).mint()

@@ -349,7 +349,7 @@ def cmd_resolver_archives(args: argparse.Namespace) -> int:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from ibi.local.federation import LocalFederation
+    from ibi_tools.local.federation import LocalFederation
 
     federation = LocalFederation(
         data_dir=Path(args.data_dir),

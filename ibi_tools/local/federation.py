@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ibi.core.subsystem import Subsystem, check_distinct
-from ibi.local.gateway import LocalGateway
-from ibi.local.stores import Dynalite
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.stores import Dynalite
 
 DEFAULT_MINTING_PORT = 8800
 ARCHIVES = ("archive-a", "archive-b")
@@ -84,7 +84,7 @@ class LocalFederation:
         log = (self.data_dir / "dynalite.log").open("ab")
         self._dynalite = Dynalite(self.data_dir / "dynamodb", log=log).start()
         try:
-            from ibi.local.s3 import LocalS3
+            from ibi_tools.local.s3 import LocalS3
 
             self._s3 = LocalS3(self.data_dir / "s3", log=log).start()
             minting = self._minting()
@@ -96,7 +96,7 @@ class LocalFederation:
                 gateway.start()
             self._switch_archives_on()
             if self.demo:
-                from ibi.local.demo import ensure_demo
+                from ibi_tools.local.demo import ensure_demo
 
                 archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports)
                 self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)

@@ -26,7 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ibi.local.stores import LOOPBACK, die_with_parent
+from ibi_tools.local.stores import LOOPBACK, die_with_parent
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit

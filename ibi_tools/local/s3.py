@@ -34,7 +34,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ibi.local.stores import LOCAL_REGION, LOOPBACK, LocalServer
+from ibi_tools.local.stores import LOCAL_REGION, LOOPBACK, LocalServer
 
 # s3rver has one account and checks that requests name its access key (not the signature).
 S3RVER_KEY = "S3RVER"

@@ -1,0 +1,71 @@
+"""DynamoDB plumbing every data-access layer shares: error translation, conditions, tables.
+
+Only data-access modules (``store.py``, ``registry.py``) import this; it never builds a client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+# Error codes that mean "slow down and retry", from DynamoDB and S3 alike.
+THROTTLING_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "SlowDown",
+        "Throttling",
+        "RequestThrottled",
+        "TooManyRequestsException",
+    }
+)
+CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailedException"
+AWS_ERRORS = (ClientError, BotoCoreError)
+
+
+class StoreFailure(Protocol):
+    """A data-access layer's own error class: ``(message, *, throttled)``."""
+
+    def __call__(self, message: str, *, throttled: bool = False) -> Exception: ...
+
+
+def error_code(error: BaseException) -> str:
+    """The service's error code of a ``ClientError`` ('' for anything else)."""
+    if isinstance(error, ClientError):
+        return str(error.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def is_throttled(error: BaseException) -> bool:
+    if not isinstance(error, ClientError):
+        return False
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return error_code(error) in THROTTLING_CODES or status == 503
+
+
+def is_conditional_failure(error: BaseException) -> bool:
+    return error_code(error) == CONDITIONAL_CHECK_FAILED
+
+
+def translate(error: BaseException, action: str, failure: StoreFailure) -> Exception:
+    """``failure("<action>: <code>", throttled=…)`` for an AWS error met while doing ``action``."""
+    code = error_code(error) or type(error).__name__
+    return failure(f"{action}: {code}", throttled=is_throttled(error))
+
+
+def ensure_table(client: DynamoDBClient, name: str, schema: dict[str, Any]) -> None:
+    """Create table ``name`` with ``schema`` if it is missing (local mode and tests only)."""
+    if name in client.list_tables().get("TableNames", []):
+        return
+    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **schema)
+    client.get_waiter("table_exists").wait(
+        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    )
