@@ -51,6 +51,7 @@ test: setup lint typecheck
 lint:
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python -m ibi_tools.lint
 
 typecheck:
 	$(BIN)/mypy

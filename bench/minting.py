@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import plot, save, summary_ms
-from functions.minting.handler import create_app, make_handler, service_from_settings
+from functions.minting import wiring
 from functions.minting.service import MintRequest
 from functions.minting.settings import Settings
 from functions.minting.store import ensure_tables
@@ -66,7 +66,7 @@ def in_process(
     settings = _settings(granularity, subsystems)
     names = list(settings.subsystems)
     dynamodb = dynalite.client()
-    service = service_from_settings(settings, dynamodb)
+    service = wiring.build(settings, dynamodb=dynamodb).service
     # Writes to the state table, as the client sends them (conflicting attempts included).
     state_writes = [0]
 
@@ -129,8 +129,10 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
     settings = _settings("0.001")
 
     def handler() -> Any:
-        service = service_from_settings(settings, dynalite.client())
-        return make_handler(create_app(lambda: service))
+        from functions.minting.handler import lambda_handler
+
+        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        return lambda_handler
 
     gateway = LocalGateway("minting", handler, 0, workers=max(2, clients)).start()
     latencies: list[float] = []

@@ -19,9 +19,10 @@ from typing import Any
 
 from bench.archives import FakeArchives, FakeSpec
 from bench.common import plot, save, summary_ms
-from functions.resolver.handler import load_pepper, runtime_from_settings
+from functions.resolver import wiring
+from functions.resolver.fanout import LocationHints
 from functions.resolver.network import Endpoint
-from functions.resolver.registry import ensure_table
+from functions.resolver.registry import Contact, ensure_table
 from functions.resolver.resolution import ArchiveAnswer, Resolver
 from functions.resolver.settings import ResolverSettings
 from ibi.core.persistent_url import parse_persistent_url
@@ -62,33 +63,29 @@ def measure(
             "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
         }
     )
-    runtime = runtime_from_settings(settings, dynalite.client(), load_pepper(settings))
+    runtime = wiring.build(settings, dynamodb=dynalite.client())
     url = parse_persistent_url(f"/{ITEM}")
     with FakeArchives(specs) as archives:
         for spec, address in zip(specs, archives.addresses, strict=True):
             runtime.registration.register(spec.service_ibi, KEY)
-            runtime.registry.set_included(
-                spec.service_ibi, included=True, at="now", address=address, protocol="HTTP"
-            )
+            contact = Contact(address=address, protocol="HTTP")
+            runtime.registry.include(spec.service_ibi, contact, at="now", confirmed=False)
         if slow_and_dead:
             dead = labels[archives_count + 1]
             runtime.registration.register(dead, KEY)
-            runtime.registry.set_included(
-                dead, included=True, at="now", address=f"127.0.0.1:{free_port()}", protocol="HTTP"
-            )
-        runtime.forget_archives()
-        concurrent = runtime.ask_all("bench")
+            contact = Contact(address=f"127.0.0.1:{free_port()}", protocol="HTTP")
+            runtime.registry.include(dead, contact, at="now", confirmed=False)
+        runtime.directory.forget()
+        concurrent = runtime.fanout.for_request("bench")
         serial = _serial(runtime)
         results: dict[str, Any] = {"archives": archives_count, "slow_and_dead": slow_and_dead}
-        from functions.resolver.handler import LocationHints
-
         for name, ask in (("no_hints", concurrent), ("concurrent", concurrent), ("serial", serial)):
             if name == "serial" and (slow_and_dead or archives_count > 16):
                 continue  # the baseline only where it finishes in reasonable time
             # "no_hints": the full fan-out every time; "concurrent": with location hints.
-            runtime.hints = LocationHints(capacity=0 if name == "no_hints" else 10_000)
+            runtime.fanout.hints = LocationHints(capacity=0 if name == "no_hints" else 10_000)
             Resolver(ask).resolve(url, "127.0.0.1")  # warm: registry cache, connections, hint
-            requests_before = runtime.requests_made
+            requests_before = runtime.fanout.requests_made
             seen_before = archives.counted()
             opened_before = runtime.transport.connections_opened
             times = []
@@ -102,7 +99,7 @@ def measure(
             cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (
                 cpu_before.ru_utime + cpu_before.ru_stime
             )
-            made = runtime.requests_made - requests_before
+            made = runtime.fanout.requests_made - requests_before
             requests = made / rounds if name != "serial" else archives_count
             # What the Archives themselves counted (urlRequests received), per resolution.
             seen = (archives.counted() - seen_before) / rounds
@@ -123,7 +120,7 @@ def _serial(runtime: Any) -> Any:
 
     def ask(ibi: str, pairs: Sequence[tuple[str, str]], enough: Any = None) -> list[ArchiveAnswer]:
         answers = []
-        for archive in runtime.included():
+        for archive in runtime.directory.included():
             endpoint = Endpoint.parse(archive.address, archive.protocol)
             try:
                 got = runtime.transport.get(

@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ibi.defaults import RESOLVER_SERVICE_IBI
+
 HERE = Path(__file__).parent
 SERVICE = "8JMKD3MGP8W/3FSUP4L"  # the test Archive's service IBI (tests claim it first)
 ITEM = "8JMKD3MGP8W/35MME4E"
-RESOLVER_SERVICE = "J8LNKB5R7W/3FUQHC5"
+RESOLVER_SERVICE = RESOLVER_SERVICE_IBI
 IAM = {
     "iam": {
         "accessKey": "ASIAEXAMPLEEXAMPLE",
@@ -110,11 +112,18 @@ def minting() -> dict[str, dict[str, Any]]:
     }
 
 
+ARCHIVE_HOST = "f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com"
+HELLO_SHA256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"  # "hello world"
+
+
 def archive() -> dict[str, dict[str, Any]]:
-    host = "f6g7h8i9j0.execute-api.eu-west-1.amazonaws.com"
-    sha = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"  # "hello world"
-    protocol = f"/{SERVICE}"
-    public = {"signed": False}
+    return {**_archive_deposit(ARCHIVE_HOST), **_archive_public(ARCHIVE_HOST)}
+
+
+def _archive_deposit(host: str) -> dict[str, dict[str, Any]]:
+    """The deposit API's events (IAM-signed)."""
+    sha = HELLO_SHA256
+    hello = {"path": "hello.txt", "sha256": sha, "size": 11, "content_type": "text/plain"}
     return {
         "service.json": event("GET", "/api/service", host=host),
         "create_original.json": event(
@@ -144,27 +153,14 @@ def archive() -> dict[str, dict[str, Any]]:
             body={"translation": {"language": "pt", "ibi": "8JMKD3MGP8W/35MMLL8"}},
         ),
         "upload_files.json": event(
-            "POST",
-            "/api/item/uploads",
-            host=host,
-            query=f"ibi={ITEM}",
-            body={
-                "files": [
-                    {"path": "hello.txt", "sha256": sha, "size": 11, "content_type": "text/plain"}
-                ]
-            },
+            "POST", "/api/item/uploads", host=host, query=f"ibi={ITEM}", body={"files": [hello]}
         ),
         "commit_files.json": event(
             "POST",
             "/api/item/files",
             host=host,
             query=f"ibi={ITEM}",
-            body={
-                "files": [
-                    {"path": "hello.txt", "sha256": sha, "size": 11, "content_type": "text/plain"}
-                ],
-                "default_file": "hello.txt",
-            },
+            body={"files": [hello], "default_file": "hello.txt"},
         ),
         "verify.json": event("POST", "/api/verify", host=host, query=f"ibi={ITEM}"),
         "list_items.json": event("GET", "/api/items", host=host, query="limit=10"),
@@ -176,6 +172,14 @@ def archive() -> dict[str, dict[str, Any]]:
             query=f"ibi={ITEM}",
             body={"to": "https://k1l2m3n4o5.execute-api.eu-west-1.amazonaws.com", "leave": "copy"},
         ),
+    }
+
+
+def _archive_public(host: str) -> dict[str, dict[str, Any]]:
+    """The service protocol and the public pages (unsigned)."""
+    protocol = f"/{SERVICE}"
+    public = {"signed": False}
+    return {
         "url_request.json": event(
             "GET",
             protocol,

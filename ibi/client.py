@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import http
 import json
 import re
 import time
@@ -9,10 +11,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import urlencode, urlsplit
 
-from ibi import __version__
+from ibi import __version__, defaults
+from ibi.core.pairlist import encode_query
 
 _AWS_API_HOST = re.compile(r"[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?")
 
@@ -32,6 +35,70 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """An HTTP answer as received: status, headers (as sent), body bytes."""
+
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+    @property
+    def reason(self) -> str:
+        try:
+            return http.HTTPStatus(self.status).phrase
+        except ValueError:
+            return str(self.status)
+
+
+Transport = Callable[..., Raw]
+
+
+def http_send(
+    method: str,
+    url: str,
+    *,
+    data: bytes = b"",
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    where: str | None = None,
+) -> Raw:
+    """The one HTTP path of every client here: one request, any status as a :class:`Raw`.
+
+    A server that cannot be reached is ``ApiError(0, "cannot reach <where>: …")``.
+    """
+    request = urllib.request.Request(url, data=data or None, method=method, headers=headers or {})  # noqa: S310 - callers pass http(s) URLs
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            return Raw(response.status, dict(response.headers.items()), response.read())
+    except urllib.error.HTTPError as error:
+        return Raw(error.code, dict(error.headers.items()), error.read())
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        reason = getattr(error, "reason", error)
+        raise ApiError(0, f"cannot reach {where or url}: {reason}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Which answers are retried, how often, and how long to wait before each retry.
+
+    The wait is the answer's ``Retry-After`` (whole seconds) or else an exponential backoff
+    (0.2, 0.4, 0.8 … at most 5 s), never more than 30 s.
+    """
+
+    statuses: frozenset[int]
+    retries: int = 5
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int, answer: Answer) -> float | None:
+        """The wait before retry number ``attempt`` (1, 2, …) of ``answer``; None: answer it."""
+        if answer.status not in self.statuses or attempt > self.retries:
+            return None
+        retry_after = answer.headers.get("retry-after", "")
+        delay = float(retry_after) if retry_after.isdigit() else min(2.0**attempt * 0.1, 5.0)
+        return min(delay, 30.0)
 
 
 def aws_region_of(endpoint: str) -> str | None:
@@ -65,6 +132,20 @@ class SigV4Signer:
         return dict(request.headers.items())
 
 
+def _signer(sign: bool | None, region: str | None) -> SigV4Signer | None:
+    """A signer when asked to sign (``True``), or by default for an AWS endpoint."""
+    if sign is False or (sign is None and region is None):
+        return None
+    if region is None:
+        raise ApiError(0, "--sign needs --region for an endpoint outside *.amazonaws.com")
+    signer = SigV4Signer(region)
+    if signer.available:
+        return signer
+    if sign is True:
+        raise ApiError(0, "--sign: no AWS credentials found")
+    return None
+
+
 class ApiClient:
     """A JSON API of ibi (minting, an Archive's deposit API), signed where that applies."""
 
@@ -79,24 +160,20 @@ class ApiClient:
         timeout: float = 30.0,
         retries: int = 5,
         sleep: Callable[[float], None] = time.sleep,
+        transport: Transport = http_send,
     ) -> None:
         split = urlsplit(endpoint)
         if split.scheme not in {"http", "https"} or not split.netloc:
             raise ApiError(0, f"{endpoint!r} is not an http(s) URL of an ibi API")
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
-        self.retries = retries
-        self._sleep = sleep
-        region = region or aws_region_of(endpoint)
-        self.signer: SigV4Signer | None = None
-        if sign is True or (sign is None and region is not None):
-            if region is None:
-                raise ApiError(0, "--sign needs --region for an endpoint outside *.amazonaws.com")
-            signer = SigV4Signer(region)
-            if signer.available:
-                self.signer = signer
-            elif sign is True:
-                raise ApiError(0, "--sign: no AWS credentials found")
+        self.retry = RetryPolicy(self.retry_statuses, retries, sleep)
+        self._transport = transport
+        self.signer = _signer(sign, region or aws_region_of(endpoint))
+
+    @property
+    def retries(self) -> int:
+        return self.retry.retries
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
@@ -107,12 +184,11 @@ class ApiClient:
         attempt = 0
         while True:
             answer = self._send(method, url, data, dict(headers or {}))
-            if answer.status not in self.retry_statuses or attempt >= self.retries:
-                return answer
             attempt += 1
-            retry_after = answer.headers.get("retry-after", "")
-            delay = float(retry_after) if retry_after.isdigit() else min(2.0**attempt * 0.1, 5.0)
-            self._sleep(min(delay, 30.0))
+            delay = self.retry.delay(attempt, answer)
+            if delay is None:
+                return answer
+            self.retry.sleep(delay)
 
     def _send(self, method: str, url: str, data: bytes, headers: dict[str, str]) -> Answer:
         headers.setdefault("accept", "application/json")
@@ -121,15 +197,9 @@ class ApiClient:
             headers.setdefault("content-type", "application/json")
         if self.signer is not None:
             headers = self.signer.sign(method, url, headers, data)
-        request = urllib.request.Request(url, data=data or None, method=method, headers=headers)  # noqa: S310 - http(s) checked above
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                return _answer(response.status, dict(response.headers.items()), response.read())
-        except urllib.error.HTTPError as error:
-            return _answer(error.code, dict(error.headers.items()), error.read())
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
-            raise ApiError(0, f"cannot reach {url}: {reason}") from None
+        return _answer(
+            self._transport(method, url, data=data, headers=headers, timeout=self.timeout)
+        )
 
     def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
         """One request; the answer's JSON, or :class:`ApiError`."""
@@ -173,13 +243,13 @@ class MintingClient(ApiClient):
         return answer
 
 
-def _answer(status: int, headers: dict[str, str], raw: bytes) -> Answer:
-    lowered = {name.lower(): value for name, value in headers.items()}
+def _answer(raw: Raw) -> Answer:
+    lowered = {name.lower(): value for name, value in raw.headers.items()}
     try:
-        body = json.loads(raw) if raw else None
+        body = json.loads(raw.content) if raw.content else None
     except ValueError:
-        body = raw.decode("utf-8", "replace")
-    return Answer(status, lowered, body)
+        body = raw.content.decode("utf-8", "replace")
+    return Answer(raw.status, lowered, body)
 
 
 def _ok(answer: Answer) -> Any:
@@ -219,8 +289,6 @@ class ArchiveClient(ApiClient):
         self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
     ) -> dict[str, Any]:
         """Upload ``(path, content, content type)`` through presigned URLs, then commit them."""
-        import hashlib
-
         declared = [
             {
                 "path": path,
@@ -232,14 +300,15 @@ class ArchiveClient(ApiClient):
         ]
         uploads = self.call("POST", "/api/item/uploads", {"files": declared}, ibi=ibi)["uploads"]
         for upload, (_, content, _) in zip(uploads, files, strict=True):
-            request = urllib.request.Request(  # noqa: S310 - a URL our Archive presigned
-                upload["url"], data=content, method=upload["method"], headers=upload["headers"]
+            raw = self._transport(
+                upload["method"],
+                upload["url"],  # a URL our Archive presigned
+                data=content,
+                headers=upload["headers"],
+                timeout=self.timeout,
             )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout):  # noqa: S310
-                    pass
-            except urllib.error.HTTPError as error:
-                raise ApiError(error.code, f"uploading {upload['path']}: {error.reason}") from None
+            if not 200 <= raw.status < 300:
+                raise ApiError(raw.status, f"uploading {upload['path']}: {raw.reason}")
         body: dict[str, Any] = {"files": declared}
         if default_file is not None:
             body["default_file"] = default_file
@@ -277,16 +346,22 @@ class ResolverClient(ApiClient):
         return answer
 
 
+class SwitchOptions(TypedDict, total=False):
+    """What an inclusion or exclusion request may say besides the Archive's own details."""
+
+    resolver_service_ibi: str  # default RESOLVER_SERVICE_IBI
+    admin_email: str  # default admin@localhost
+    archive_ip: str | None  # default the base URL's host
+    timeout: float  # default 30 s
+
+
 def switch_archive(
     archive: ArchiveClient,
     resolver_url: str,
     registration_key: str,
     *,
     on: bool,
-    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5",
-    admin_email: str = "admin@localhost",
-    archive_ip: str | None = None,
-    timeout: float = 30.0,
+    **options: Unpack[SwitchOptions],
 ) -> str:
     """Send ``inclusionRequest``/``exclusionRequest`` (spec §4) for ``archive``; the answer text.
 
@@ -301,10 +376,7 @@ def switch_archive(
         base_url=service["base_url"],
         registration_key=registration_key,
         on=on,
-        resolver_service_ibi=resolver_service_ibi,
-        admin_email=admin_email,
-        archive_ip=archive_ip,
-        timeout=timeout,
+        **options,
     )
 
 
@@ -316,36 +388,29 @@ def send_switch(
     base_url: str,
     registration_key: str,
     on: bool,
-    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5",
-    admin_email: str = "admin@localhost",
-    archive_ip: str | None = None,
-    timeout: float = 30.0,
+    **options: Unpack[SwitchOptions],
 ) -> str:
     """The inclusion or exclusion request itself, from the Archive's details; the answer."""
-    from ibi import __version__
-    from ibi.core.pairlist import encode_query
-
     split = urlsplit(base_url)
     pairs = [
         ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
         ("archiveaddress", address),
         ("archiveserviceibi", service_ibi),
-        ("archiveip", archive_ip or split.hostname or ""),
+        ("archiveip", options.get("archive_ip") or split.hostname or ""),
         ("archiveprotocol", split.scheme.upper()),
         ("archiveplatformversion", f"ibi-{__version__}"),
-        ("archiveadmemailaddress", admin_email),
+        ("archiveadmemailaddress", options.get("admin_email", "admin@localhost")),
         ("registrationkey", registration_key),
     ]
-    url = f"{resolver_url.rstrip('/')}/{resolver_service_ibi}?{encode_query(pairs)}"
-    request = urllib.request.Request(url, headers={"User-Agent": f"ibi/{__version__}"})  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            text: str = response.read().decode("ascii", "replace")
-            return text.strip()
-    except urllib.error.HTTPError as error:
-        text = error.read().decode("ascii", "replace").strip()
-        raise ApiError(error.code, text or str(error.reason)) from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-        raise ApiError(
-            0, f"cannot reach {resolver_url}: {getattr(error, 'reason', error)}"
-        ) from None
+    resolver_service = options.get("resolver_service_ibi", defaults.RESOLVER_SERVICE_IBI)
+    raw = http_send(
+        "GET",
+        f"{resolver_url.rstrip('/')}/{resolver_service}?{encode_query(pairs)}",
+        headers={"User-Agent": f"ibi/{__version__}"},
+        timeout=options.get("timeout", 30.0),
+        where=resolver_url,
+    )
+    text = raw.content.decode("ascii", "replace").strip()
+    if not 200 <= raw.status < 300:
+        raise ApiError(raw.status, text or raw.reason)
+    return text

@@ -15,13 +15,17 @@ import uuid
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ibi import __version__
 from ibi.core.dates import format_date, parse_date
 from ibi.core.distributor import Granularity, TemporalDistributor
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import DEFAULT_IBIP_PORT, DEFAULT_REP_PORT, IBI, parse_label
+from ibi.defaults import ADMIN_EMAIL, RESOLVER_SERVICE_IBI
+
+if TYPE_CHECKING:
+    _Commands = argparse._SubParsersAction["_Parser"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -123,16 +127,23 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- mint, mints
 
 
-def _client(args: argparse.Namespace) -> Any:
-    from ibi.client import ApiError, MintingClient
+def _api_client(args: argparse.Namespace, client_class: str, variable: str, what: str) -> Any:
+    """``ibi.client.<client_class>`` for ``--endpoint`` (or the environment ``variable``)."""
+    from ibi import client
 
-    endpoint = args.endpoint or os.environ.get("IBI_MINT_ENDPOINT")
+    endpoint = args.endpoint or os.environ.get(variable)
     if not endpoint:
-        raise CommandError("--endpoint URL (or IBI_MINT_ENDPOINT) names the minting API")
+        raise CommandError(f"--endpoint URL (or {variable}) names {what}")
     try:
-        return MintingClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
-    except ApiError as error:
+        return getattr(client, client_class)(
+            endpoint, sign=args.sign, region=args.region, timeout=args.timeout
+        )
+    except client.ApiError as error:
         raise CommandError(error.message) from None
+
+
+def _client(args: argparse.Namespace) -> Any:
+    return _api_client(args, "MintingClient", "IBI_MINT_ENDPOINT", "the minting API")
 
 
 def cmd_mint(args: argparse.Namespace) -> int:
@@ -180,15 +191,7 @@ def cmd_mints(args: argparse.Namespace) -> int:
 
 
 def _archive(args: argparse.Namespace) -> Any:
-    from ibi.client import ApiError, ArchiveClient
-
-    endpoint = args.endpoint or os.environ.get("IBI_ARCHIVE_ENDPOINT")
-    if not endpoint:
-        raise CommandError("--endpoint URL (or IBI_ARCHIVE_ENDPOINT) names the Archive's API")
-    try:
-        return ArchiveClient(endpoint, sign=args.sign, region=args.region, timeout=args.timeout)
-    except ApiError as error:
-        raise CommandError(error.message) from None
+    return _api_client(args, "ArchiveClient", "IBI_ARCHIVE_ENDPOINT", "the Archive's API")
 
 
 def _read_metadata(path: str | None) -> dict[str, Any]:
@@ -378,7 +381,39 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ibi", description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"ibi {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_label_commands(commands)
+    _add_minting_commands(commands)
+    _add_archive_commands(commands)
+    _add_resolver_commands(commands)
+    _add_local_command(commands)
+    return parser
 
+
+def _api_options(command: argparse.ArgumentParser) -> None:
+    """The options of every command that calls an API."""
+    command.add_argument("--endpoint", metavar="URL", help="the API's base URL")
+    sign = command.add_mutually_exclusive_group()
+    sign.add_argument(
+        "--sign",
+        action="store_true",
+        default=None,
+        help="always sign with SigV4 (default: when the endpoint is an AWS API)",
+    )
+    sign.add_argument("--no-sign", dest="sign", action="store_false")
+    command.add_argument("--region", help="AWS region for signing (from the endpoint)")
+    command.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+    command.add_argument("--subsystem", metavar="NAME", help="identification subsystem")
+    command.add_argument("--json", action="store_true")
+
+
+def _key_options(command: argparse.ArgumentParser) -> None:
+    """Where a registration key is read from (see :func:`_key`)."""
+    command.add_argument("--key-file", metavar="FILE", help="the registration key")
+    command.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
+    command.add_argument("--key-secret", metavar="ID", help="…or a Secrets Manager secret")
+
+
+def _add_label_commands(commands: _Commands) -> None:
     label = commands.add_parser(
         "label",
         help="make the labels of a date, or dry-run a fresh identification subsystem",
@@ -403,23 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true")
     inspect.set_defaults(run=cmd_inspect)
 
-    def api_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--endpoint", metavar="URL", help="the API's base URL")
-        sign = command.add_mutually_exclusive_group()
-        sign.add_argument(
-            "--sign",
-            action="store_true",
-            default=None,
-            help="always sign with SigV4 (default: when the endpoint is an AWS API)",
-        )
-        sign.add_argument("--no-sign", dest="sign", action="store_false")
-        command.add_argument("--region", help="AWS region for signing (from the endpoint)")
-        command.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
-        command.add_argument("--subsystem", metavar="NAME", help="identification subsystem")
-        command.add_argument("--json", action="store_true")
 
+def _add_minting_commands(commands: _Commands) -> None:
     mint = commands.add_parser("mint", help="mint IBIs through a minting API")
-    api_options(mint)
+    _api_options(mint)
     mint.add_argument("--count", type=int, default=1, metavar="N", help="1-1000 (1)")
     mint.add_argument(
         "--idempotency-key",
@@ -430,15 +452,17 @@ def build_parser() -> argparse.ArgumentParser:
     mint.set_defaults(run=cmd_mint)
 
     mints = commands.add_parser("mints", help="list the record of minted IBIs")
-    api_options(mints)
+    _api_options(mints)
     mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
     mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
     mints.set_defaults(run=cmd_mints)
 
+
+def _add_archive_commands(commands: _Commands) -> None:
     deposit = commands.add_parser(
         "deposit", help="deposit files in an Archive: mint, upload, register; print the IBI"
     )
-    api_options(deposit)
+    _api_options(deposit)
     deposit.add_argument("files", nargs="*", metavar="FILE")
     deposit.add_argument("--url", help="the item is a file hosted elsewhere, at this URL")
     deposit.add_argument("--metadata", metavar="FILE", help="Dublin Core elements as JSON")
@@ -457,16 +481,16 @@ def build_parser() -> argparse.ArgumentParser:
     service = archive_commands.add_parser(
         "service", help="the Archive's service IBI (--json: address, base URL, platform)"
     )
-    api_options(service)
+    _api_options(service)
     service.set_defaults(run=cmd_archive_service)
     item = archive_commands.add_parser("item", help="show an item (JSON)")
-    api_options(item)
+    _api_options(item)
     item.add_argument("ibi", metavar="IBI")
     item.set_defaults(run=cmd_archive_item)
     verify = archive_commands.add_parser(
         "verify", help="check stored files against their SHA-256 (exit 1 on a problem)"
     )
-    api_options(verify)
+    _api_options(verify)
     verify.add_argument("ibi", metavar="IBI", nargs="?")
     verify.add_argument("--quiet", action="store_true", help="print problems only")
     verify.set_defaults(run=cmd_archive_verify)
@@ -474,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     transfer = archive_commands.add_parser(
         "transfer", help="move a transferable original to another Archive"
     )
-    api_options(transfer)
+    _api_options(transfer)
     transfer.add_argument("ibi", metavar="IBI")
     transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
     transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
@@ -484,28 +508,28 @@ def build_parser() -> argparse.ArgumentParser:
         switch = archive_commands.add_parser(
             verb, help=f"switch the Archive {verb} at a resolver (spec §4)"
         )
-        api_options(switch)
+        _api_options(switch)
         switch.add_argument("--resolver", required=True, metavar="URL")
-        switch.add_argument("--key-file", metavar="FILE", help="the registration key")
-        switch.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
-        switch.add_argument("--key-secret", metavar="ID", help="…or a Secrets Manager secret")
-        switch.add_argument("--admin-email", default="admin@localhost")
-        switch.add_argument("--resolver-service-ibi", default="J8LNKB5R7W/3FUQHC5")
+        _key_options(switch)
+        switch.add_argument("--admin-email", default=ADMIN_EMAIL)
+        switch.add_argument("--resolver-service-ibi", default=RESOLVER_SERVICE_IBI)
         switch.set_defaults(run=cmd_archive_switch)
 
+
+def _add_resolver_commands(commands: _Commands) -> None:
     resolver = commands.add_parser("resolver", help="a resolver's administration")
     resolver_commands = resolver.add_subparsers(dest="resolver_command", required=True)
     register = resolver_commands.add_parser("register", help="register an Archive and its key")
-    api_options(register)
+    _api_options(register)
     register.add_argument("--archive", required=True, metavar="IBI", help="its service IBI")
-    register.add_argument("--key-file", metavar="FILE", help="the registration key")
-    register.add_argument("--key-ssm", metavar="NAME", help="…or an SSM SecureString")
-    register.add_argument("--key-secret", metavar="ID", help="…or a Secrets Manager secret")
+    _key_options(register)
     register.set_defaults(run=cmd_resolver_register)
     listing = resolver_commands.add_parser("archives", help="list registered Archives")
-    api_options(listing)
+    _api_options(listing)
     listing.set_defaults(run=cmd_resolver_archives)
 
+
+def _add_local_command(commands: _Commands) -> None:
     local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
     local.add_argument(
         "--data-dir", default=os.environ.get("IBI_DATA_DIR", ".ibi-data"), metavar="DIR"
@@ -524,7 +548,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     local.set_defaults(run=cmd_local)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnElement, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_apigatewayv2 as apigwv2
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
-from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
-from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.minting import MintingService, acknowledge_function, logged_stage
+from ibi.defaults import URLKEY_TTL_SECONDS
+from infra.minting import MintingService
+from infra.service import LambdaService, logical_id
 
 GET = apigwv2.HttpMethod.GET
 POST = apigwv2.HttpMethod.POST
@@ -43,7 +42,6 @@ HANDLER = "functions.archive.handler.lambda_handler"
 # The HTTP API gives up on an integration after 30 s.
 TIMEOUT = Duration.seconds(29)
 MEMORY_MB = 512
-DEFAULT_URLKEY_TTL_SECONDS = 600
 
 # Public: the service protocol at /<archive service IBI>, /col/…, /list/…, /metadata/….
 PUBLIC_ROUTE = (GET, "/{proxy+}")
@@ -67,7 +65,7 @@ DEPOSIT_ROUTES = (
 DEPOSIT_GUARD_ROUTE = (GET, "/api/{proxy+}")
 
 
-class Archive(Construct):
+class Archive(LambdaService):
     """An IBI Archive: one Lambda behind an HTTP API, its items table and its files bucket.
 
     * the items table: items by label, their aliases, the Archive's own service item and
@@ -91,7 +89,7 @@ class Archive(Construct):
         mint_subsystem: str | None = None,
         base_url: str | None = None,
         platform_software: str | None = None,
-        urlkey_ttl_seconds: int = DEFAULT_URLKEY_TTL_SECONDS,
+        urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS,
         join_resolver_url: str | None = None,
         registration_key_parameter: str | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
@@ -99,59 +97,18 @@ class Archive(Construct):
         code: lambda_.Code | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-
-        self.items_table = dynamodb.Table(
-            self,
+        self.items_table = self._add_table(
             "ItemsTable",
-            partition_key=dynamodb.Attribute(name="label", type=dynamodb.AttributeType.STRING),
+            partition_key="label",
             time_to_live_attribute="expires_at",
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            # The items are the Archive: deleting the stack must not delete them.
-            removal_policy=RemovalPolicy.RETAIN,
+            actions=ITEMS_TABLE_ACTIONS,
         )
-        self.access_logs_bucket = s3.Bucket(
-            self,
-            "FilesAccessLogs",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,  # the only one server access logs allow
-            enforce_ssl=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.files_bucket = s3.Bucket(
-            self,
-            "FilesBucket",
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            # A file overwritten or deleted by mistake can be recovered.
-            versioned=True,
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="files/",
-            removal_policy=RemovalPolicy.RETAIN,
-            auto_delete_objects=False,
-        )
-
-        self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.role = iam.Role(
-            self,
-            "FunctionRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="The Archive Lambda: its log group, items table, files bucket, X-Ray",
-        )
+        self.access_logs_bucket, self.files_bucket = self._add_buckets()
         environment = {
             "IBI_ARCHIVE_TABLE": self.items_table.table_name,
             "IBI_ARCHIVE_BUCKET": self.files_bucket.bucket_name,
             "IBI_MINT_ENDPOINT": mint_endpoint,
             "IBI_URLKEY_TTL_SECONDS": str(urlkey_ttl_seconds),
-            "POWERTOOLS_SERVICE_NAME": "archive",
-            "POWERTOOLS_METRICS_NAMESPACE": "ibi",
-            "LOG_LEVEL": log_level,
         }
         optional = {
             "IBI_ARCHIVE_BASE_URL": base_url,
@@ -161,69 +118,69 @@ class Archive(Construct):
             "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
         }
         environment.update({name: value for name, value in optional.items() if value})
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description="An IBI Archive: the service protocol, its pages and the deposit API",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+        self._add_function(
+            service="archive",
             handler=HANDLER,
-            # The Archive's dependency closure (Powertools with the tracer) is the minting
-            # function's: one pinned list, one wheelhouse.
-            code=code or function_code("archive", requirements_of="minting"),
-            role=self.role,
-            log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            description="An IBI Archive: the service protocol, its pages and the deposit API",
+            role_description="The Archive Lambda: its log group, items table, files bucket, X-Ray",
             memory_size=MEMORY_MB,
             timeout=TIMEOUT,
             environment=environment,
+            log_retention=log_retention,
+            log_level=log_level,
+            code=code,
+            # The Archive's dependency closure (Powertools with the tracer) is the minting
+            # function's: one pinned list, one wheelhouse.
+            requirements_of="minting",
+            grants=[
+                (FILE_ACTIONS, [self.files_bucket.arn_for_objects(f"{FILES_PREFIX}*")]),
+                (BUCKET_ACTIONS, [self.files_bucket.bucket_arn]),
+            ],
         )
-        self._grant_function_access()
         if registration_key_parameter:
-            # Read the registration key to switch itself on at the resolver (one parameter).
-            name = registration_key_parameter.lstrip("/")
-            iam.Grant.add_to_principal(
-                grantee=self.role,
-                actions=["ssm:GetParameter"],
-                resource_arns=[
-                    Stack.of(self).format_arn(
-                        service="ssm", resource="parameter", resource_name=name
-                    )
-                ],
-            )
-
-        self.api = apigwv2.HttpApi(
-            self,
-            "Api",
-            api_name=f"{Stack.of(self).stack_name}-archive",
-            description="IBI Archive: service protocol and pages (public), deposit API (IAM)",
-            create_default_stage=False,
-        )
-        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
-        integration = HttpLambdaIntegration("ArchiveIntegration", self.function)
-        method, path = PUBLIC_ROUTE
-        (self.public_route,) = self.api.add_routes(
-            path=path,
-            methods=[method],
-            integration=integration,
-            authorizer=apigwv2.HttpNoneAuthorizer(),
-        )
-        self.deposit_routes: list[apigwv2.HttpRoute] = []
-        for method, path in (*DEPOSIT_ROUTES, DEPOSIT_GUARD_ROUTE):
-            self.deposit_routes += self.api.add_routes(
-                path=path,
-                methods=[method],
-                integration=integration,
-                authorizer=HttpIamAuthorizer(),
-            )
+            self._grant_parameter_read(registration_key_parameter)
+        self._add_http_api(log_retention)
         self._acknowledge_findings()
 
-    @property
-    def url(self) -> str:
-        """The API's base URL, ending in ``/``: the Archive's address, and ``ibi deposit``'s."""
-        url = self.stage.url
-        assert url is not None  # the $default stage always has one
-        return url
+    def _add_buckets(self) -> tuple[s3.Bucket, s3.Bucket]:
+        """The files bucket, and the bucket its server access log goes to."""
+        access_logs_bucket = s3.Bucket(
+            self,
+            "FilesAccessLogs",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,  # the only one server access logs allow
+            enforce_ssl=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        files_bucket = s3.Bucket(
+            self,
+            "FilesBucket",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            # A file overwritten or deleted by mistake can be recovered.
+            versioned=True,
+            server_access_logs_bucket=access_logs_bucket,
+            server_access_logs_prefix="files/",
+            removal_policy=RemovalPolicy.RETAIN,
+            auto_delete_objects=False,
+        )
+        return access_logs_bucket, files_bucket
+
+    def _add_http_api(self, log_retention: logs.RetentionDays) -> None:
+        """The API: the public catch-all, and every deposit route behind IAM."""
+        integration = self._add_api(
+            name="archive",
+            description="IBI Archive: service protocol and pages (public), deposit API (IAM)",
+            integration_id="ArchiveIntegration",
+            log_retention=log_retention,
+        )
+        (self.public_route,) = self._add_routes(
+            [PUBLIC_ROUTE], integration, apigwv2.HttpNoneAuthorizer()
+        )
+        self.deposit_routes = self._add_routes(
+            (*DEPOSIT_ROUTES, DEPOSIT_GUARD_ROUTE), integration, HttpIamAuthorizer()
+        )
 
     @property
     def deposit_url(self) -> str:
@@ -232,27 +189,24 @@ class Archive(Construct):
 
     def grant_deposit(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` call the deposit API (``execute-api:Invoke`` on each route)."""
-        for route in self.deposit_routes:
-            route.grant_invoke(grantee)
+        self._grant_routes(self.deposit_routes, grantee)
 
-    def _grant_function_access(self) -> None:
-        self.items_table.grant(self.function, *ITEMS_TABLE_ACTIONS)
+    def _grant_parameter_read(self, parameter: str) -> None:
+        """Read the registration key to switch itself on at the resolver (one parameter)."""
         iam.Grant.add_to_principal(
             grantee=self.role,
-            actions=list(FILE_ACTIONS),
-            resource_arns=[self.files_bucket.arn_for_objects(f"{FILES_PREFIX}*")],
+            actions=["ssm:GetParameter"],
+            resource_arns=[
+                Stack.of(self).format_arn(
+                    service="ssm", resource="parameter", resource_name=parameter.lstrip("/")
+                )
+            ],
         )
-        iam.Grant.add_to_principal(
-            grantee=self.role,
-            actions=list(BUCKET_ACTIONS),
-            resource_arns=[self.files_bucket.bucket_arn],
-        )
-        self.log_group.grant_write(self.role)
 
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
-        bucket_id = _logical_id(self.files_bucket)
-        acknowledge_function(self.role, self.function)
+        bucket_id = logical_id(self.files_bucket)
+        super()._acknowledge_findings()
         Validations.of(self.role).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{FILES_PREFIX}*]",
@@ -294,7 +248,7 @@ def _acknowledge_mint_grant(minting: MintingService, role: iam.Role) -> None:
         Acknowledgment(
             id=(
                 "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
-                f"<AWS::AccountId>:<{_logical_id(minting.api)}>/*/POST{MINT_PATH}]"
+                f"<AWS::AccountId>:<{logical_id(minting.api)}>/*/POST{MINT_PATH}]"
             ),
             reason=(
                 "The one wildcard is the stage: the minting API has a single stage, $default. "
@@ -303,12 +257,3 @@ def _acknowledge_mint_grant(minting: MintingService, role: iam.Role) -> None:
             ),
         )
     )
-
-
-def _logical_id(construct: Construct) -> str:
-    """The template's name for an L2 construct's resource, as cdk-nag writes it."""
-    stack = Stack.of(construct)
-    child = construct.node.default_child
-    assert isinstance(child, CfnElement)
-    logical_id: str = stack.resolve(stack.get_logical_id(child))
-    return logical_id

@@ -13,9 +13,10 @@ from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.archive import Archive, _logical_id
+from infra.archive import Archive
 from infra.config import CiConfig
 from infra.minting import MintingService
+from infra.service import logical_id
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_URL = f"https://{GITHUB_OIDC_HOST}"
@@ -98,7 +99,7 @@ class CiMinter(Construct):
                 Acknowledgment(
                     id=(
                         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:"
-                        f"<AWS::Region>:<AWS::AccountId>:<{_logical_id(api)}>/*/{method}{path}]"
+                        f"<AWS::Region>:<AWS::AccountId>:<{logical_id(api)}>/*/{method}{path}]"
                     ),
                     reason=(
                         "The one wildcard is the API stage (each API has a single stage, "

@@ -24,6 +24,7 @@ from ibi.core.distributor import Granularity
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.subsystem import Subsystem, check_distinct
+from ibi.defaults import RESOLVER_SERVICE_IBI, URLKEY_TTL_RANGE, URLKEY_TTL_SECONDS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
@@ -43,7 +44,6 @@ ARCHIVE_FIELDS = (
 
 RESOLVER_CONTEXT_KEY = "ibi:resolver"
 RESOLVER_FIELDS = ("domain_name", "certificate_arn", "service_ibi", "name", "log_retention")
-DEFAULT_RESOLVER_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"  # functions/resolver/settings.py
 
 CI_CONTEXT_KEY = "ibi:ci"
 CI_FIELDS = ("repository", "branch", "environment", "provider_arn")
@@ -61,9 +61,8 @@ MAX_WAIT_LIMIT_SECONDS = 15
 MAX_SUBSYSTEMS_JSON_BYTES = 3000
 
 # What functions/archive/settings.py accepts: the base URL of the persistent content is
-# ``http(s)://host[:port]`` with no path, and a urlkey lives from 10 s to a day.
+# ``http(s)://host[:port]`` with no path, and a urlkey lives within URLKEY_TTL_RANGE.
 BASE_URL_PATTERN = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?")
-URLKEY_TTL_RANGE = (10, 86400)
 
 # A DNS name for persistent URLs, and the ACM certificate that serves it (regional).
 DOMAIN_NAME_PATTERN = re.compile(
@@ -159,7 +158,7 @@ class ArchiveConfig:
     base_url: str | None = None
     platform_software: str | None = None
     mint_subsystem: str | None = None
-    urlkey_ttl_seconds: int = 600
+    urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS
     log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
     # The resolver the Archive joins when it starts, and the SSM SecureString (name) holding
     # its registration key: {"resolver_url": …, "registration_key_parameter": …}.
@@ -254,7 +253,7 @@ class ResolverConfig:
 
     domain_name: str | None = None
     certificate_arn: str | None = None
-    service_ibi: str = DEFAULT_RESOLVER_SERVICE_IBI
+    service_ibi: str = RESOLVER_SERVICE_IBI
     name: str = "IBI resolver"
     log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
 
@@ -394,7 +393,7 @@ class OperationsConfig:
         if raw is None:
             return cls()
         raw = _context_object(raw, OPERATIONS_CONTEXT_KEY, OPERATIONS_FIELDS)
-        return cls(**{name: raw[name] for name in OPERATIONS_FIELDS if raw.get(name) is not None})
+        return cls(**_plain_values(raw, OPERATIONS_FIELDS, OPERATIONS_CONTEXT_KEY))
 
 
 def _plain_values(raw: Mapping[str, Any], names: Iterable[str], key: str) -> dict[str, Any]:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_certificatemanager as acm
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
-from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
-from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.config import DEFAULT_RESOLVER_SERVICE_IBI
-from infra.minting import acknowledge_function, logged_stage
+from ibi.defaults import RESOLVER_SERVICE_IBI
+from infra.service import LambdaService
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -44,7 +41,7 @@ ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"))
 ADMIN_GUARD_ROUTES = ((GET, "/admin/{proxy+}"), (HEAD, "/admin/{proxy+}"))
 
 
-class Resolver(Construct):
+class Resolver(LambdaService):
     """The IBI resolver: one Lambda behind an HTTP API, its registry, its pepper.
 
     * the registry table: one item per registered Archive (its key only as an HMAC), and the
@@ -60,7 +57,7 @@ class Resolver(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        service_ibi: str = DEFAULT_RESOLVER_SERVICE_IBI,
+        service_ibi: str = RESOLVER_SERVICE_IBI,
         name: str = "IBI resolver",
         domain_name: str | None = None,
         certificate_arn: str | None = None,
@@ -71,17 +68,11 @@ class Resolver(Construct):
         super().__init__(scope, construct_id)
         if (domain_name is None) != (certificate_arn is None):
             raise ValueError("domain_name and certificate_arn go together, or neither is given")
-        self.registry_table = dynamodb.Table(
-            self,
+        self.registry_table = self._add_table(
             "RegistryTable",
-            partition_key=dynamodb.Attribute(name="service", type=dynamodb.AttributeType.STRING),
+            partition_key="service",
             time_to_live_attribute="expires_at",
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.RETAIN,
+            actions=REGISTRY_ACTIONS,
         )
         self.pepper = secretsmanager.Secret(
             self,
@@ -93,26 +84,11 @@ class Resolver(Construct):
             # Without it every registered key stops matching: keep it with the registry.
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.role = iam.Role(
-            self,
-            "FunctionRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="The resolver Lambda: its log group, registry table, pepper, X-Ray",
-        )
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description="The IBI resolver: persistent URLs, Archive registration, pages",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+        self._add_function(
+            service="resolver",
             handler=HANDLER,
-            code=code or function_code("resolver"),
-            role=self.role,
-            log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            description="The IBI resolver: persistent URLs, Archive registration, pages",
+            role_description="The resolver Lambda: its log group, registry table, pepper, X-Ray",
             memory_size=MEMORY_MB,
             timeout=TIMEOUT,
             environment={
@@ -124,84 +100,66 @@ class Resolver(Construct):
                 "IBI_RESOLVER_NAME": name,
                 # IBI_ALLOW_NETWORKS is left unset (empty): in AWS the resolver contacts
                 # public addresses only, never a private or link-local one (network.py).
-                "POWERTOOLS_SERVICE_NAME": "resolver",
-                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
-                "LOG_LEVEL": log_level,
             },
+            log_retention=log_retention,
+            log_level=log_level,
+            code=code,
+            # Not pepper.grant_read: it adds DescribeSecret, which the function never calls.
+            # The secret is encrypted with the AWS-managed key, which needs no grant of its own.
+            grants=[(PEPPER_ACTIONS, [self.pepper.secret_arn])],
         )
-        self.registry_table.grant(self.function, *REGISTRY_ACTIONS)
-        # Not pepper.grant_read: it adds DescribeSecret, which the function never calls. The
-        # secret is encrypted with the AWS-managed key, which needs no grant of its own.
-        iam.Grant.add_to_principal(
-            grantee=self.role, actions=list(PEPPER_ACTIONS), resource_arns=[self.pepper.secret_arn]
-        )
-        self.log_group.grant_write(self.role)
-
-        self.api = apigwv2.HttpApi(
-            self,
-            "Api",
-            api_name=f"{Stack.of(self).stack_name}-resolver",
-            description="IBI resolver: persistent URLs and pages (public), administration (IAM)",
-            create_default_stage=False,
-        )
-        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
-        integration = HttpLambdaIntegration("ResolverIntegration", self.function)
-        self.public_routes: list[apigwv2.HttpRoute] = []
-        for method, path in PUBLIC_ROUTES:
-            self.public_routes += self.api.add_routes(
-                path=path,
-                methods=[method],
-                integration=integration,
-                authorizer=apigwv2.HttpNoneAuthorizer(),
-            )
-        self.admin_routes: list[apigwv2.HttpRoute] = []
-        for method, path in (*ADMIN_ROUTES, *ADMIN_GUARD_ROUTES):
-            self.admin_routes += self.api.add_routes(
-                path=path,
-                methods=[method],
-                integration=integration,
-                authorizer=HttpIamAuthorizer(),
-            )
+        self._add_http_api(log_retention)
         self.domain: apigwv2.DomainName | None = None
         if domain_name is not None and certificate_arn is not None:
-            self.domain = apigwv2.DomainName(
-                self,
-                "Domain",
-                domain_name=domain_name,
-                certificate=acm.Certificate.from_certificate_arn(
-                    self, "Certificate", certificate_arn
-                ),
-            )
-            apigwv2.ApiMapping(
-                self, "Mapping", api=self.api, domain_name=self.domain, stage=self.stage
-            )
+            self.domain = self._add_domain(domain_name, certificate_arn)
         self._acknowledge_findings()
+
+    def _add_http_api(self, log_retention: logs.RetentionDays) -> None:
+        """The API: public routes for anyone, the administration behind IAM."""
+        integration = self._add_api(
+            name="resolver",
+            description="IBI resolver: persistent URLs and pages (public), administration (IAM)",
+            integration_id="ResolverIntegration",
+            log_retention=log_retention,
+        )
+        self.public_routes = self._add_routes(
+            PUBLIC_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
+        )
+        self.admin_routes = self._add_routes(
+            (*ADMIN_ROUTES, *ADMIN_GUARD_ROUTES), integration, HttpIamAuthorizer()
+        )
+
+    def _add_domain(self, domain_name: str, certificate_arn: str) -> apigwv2.DomainName:
+        """The custom domain of persistent URLs, mapped to the API's stage."""
+        domain = apigwv2.DomainName(
+            self,
+            "Domain",
+            domain_name=domain_name,
+            certificate=acm.Certificate.from_certificate_arn(self, "Certificate", certificate_arn),
+        )
+        apigwv2.ApiMapping(self, "Mapping", api=self.api, domain_name=domain, stage=self.stage)
+        return domain
 
     @property
     def url(self) -> str:
         """The base of persistent URLs: the custom domain when there is one."""
         if self.domain is not None:
             return f"https://{self.domain.name}/"
-        url = self.stage.url
-        assert url is not None
-        return url
+        return self.api_url
 
     @property
     def api_url(self) -> str:
         """The API's own ``execute-api`` address, ending in ``/``: ``ibi resolver register``
         signs its requests there without being told the region (``--sign --region``)."""
-        url = self.stage.url
-        assert url is not None
-        return url
+        return super().api_url
 
     def grant_admin(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` register Archives (``execute-api:Invoke`` on ``/admin/``)."""
-        for route in self.admin_routes:
-            route.grant_invoke(grantee)
+        self._grant_routes(self.admin_routes, grantee)
 
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
-        acknowledge_function(self.role, self.function)
+        super()._acknowledge_findings()
         Validations.of(self.pepper).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-SMG4",

@@ -40,6 +40,11 @@ from infra.resolver import DEADLINE_SECONDS, Resolver
 MINTING_STACK_ID = "IbiMinting"
 ARCHIVE_STACK_ID = "IbiArchive"
 RESOLVER_STACK_ID = "IbiResolver"
+STACK_DESCRIPTIONS = {
+    MINTING_STACK_ID: "IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
+    ARCHIVE_STACK_ID: "IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
+    RESOLVER_STACK_ID: "IBI resolver: HTTP API (public URLs, IAM admin), Lambda, DynamoDB",
+}
 
 
 def _minting_service(scope: Construct, config: MintingConfig) -> MintingService:
@@ -271,31 +276,19 @@ def build_app(app: App) -> App:
     chosen = stacks_config(app)
     operations = operations_config(app)
     if "minting" in chosen:
-        MintingStack(
-            app,
-            MINTING_STACK_ID,
-            config=minting_config(app),
-            ci=ci_config(app),
-            operations=operations,
-            description="IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
-        )
+        minting = minting_config(app)
+        options = _stack_options(MINTING_STACK_ID, operations)
+        MintingStack(app, MINTING_STACK_ID, config=minting, ci=ci_config(app), **options)
     if "archive" in chosen:
-        ArchiveStack(
-            app,
-            ARCHIVE_STACK_ID,
-            config=archive_config(app),
-            minting=minting_config(app),
-            ci=ci_config(app),
-            operations=operations,
-            description="IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
-        )
+        archive, minting = archive_config(app), minting_config(app)
+        options = {"ci": ci_config(app), **_stack_options(ARCHIVE_STACK_ID, operations)}
+        ArchiveStack(app, ARCHIVE_STACK_ID, config=archive, minting=minting, **options)
     if "resolver" in chosen:
-        ResolverStack(
-            app,
-            RESOLVER_STACK_ID,
-            config=resolver_config(app),
-            operations=operations,
-            description="IBI resolver: HTTP API (public URLs, IAM admin), Lambda, DynamoDB",
-        )
+        options = _stack_options(RESOLVER_STACK_ID, operations)
+        ResolverStack(app, RESOLVER_STACK_ID, config=resolver_config(app), **options)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def _stack_options(stack_id: str, operations: OperationsConfig) -> dict[str, Any]:
+    return {"operations": operations, "description": STACK_DESCRIPTIONS[stack_id]}

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from functions.minting.store import IdempotencyClaim, MintRecord, StateConflict, StoreError
+from functions.minting.store import (
+    IdempotencyClaim,
+    MintRecord,
+    StateConflict,
+    StateWrite,
+    StoreError,
+)
 
 
 @dataclass
@@ -43,23 +49,16 @@ class MemoryMintStore:
         self._maybe_fail("last_date")
         return self.state.get(subsystem)
 
-    def advance(
-        self,
-        subsystem: str,
-        previous: Decimal | None,
-        new: Decimal,
-        *,
-        granularity: str,
-        count: int,
-    ) -> None:
+    def advance(self, write: StateWrite) -> None:
         self._maybe_fail("advance")
         with self._lock:
+            current = self.state.get(write.subsystem)
             if self.conflicts_to_inject:
                 self.conflicts_to_inject -= 1
-                raise StateConflict(self.state.get(subsystem))
-            if self.state.get(subsystem) != previous:
-                raise StateConflict(self.state.get(subsystem))
-            self.state[subsystem] = new
+                raise StateConflict(current)
+            if current != write.previous:
+                raise StateConflict(current)
+            self.state[write.subsystem] = write.new
             self.state_writes += 1
 
     def put_record(self, record: MintRecord) -> None:
@@ -88,7 +87,9 @@ class MemoryMintStore:
         with self._lock:
             existing = self.claims.get(key_id)
             if existing is None or (
-                existing.status == "in_progress" and existing.lease_until < now
+                existing.status == "in_progress"
+                and existing.lease_until < now
+                and existing.minted is None
             ):
                 self.claims[key_id] = IdempotencyClaim(
                     key_id, fingerprint, "in_progress", lease_until
@@ -96,7 +97,29 @@ class MemoryMintStore:
                 return None
             return existing
 
+    def note(self, key_id: str, subsystem: str, first_date: Decimal) -> None:
+        self._maybe_fail("note")
+        with self._lock:
+            assert self.claims[key_id].status == "in_progress"
+            self.claims[key_id].minted = (subsystem, first_date)
+
+    def take_over(self, claim: IdempotencyClaim, *, lease_until: Decimal, expires_at: int) -> bool:
+        with self._lock:
+            existing = self.claims.get(claim.key_id)
+            if existing is None or existing.lease_until != claim.lease_until:
+                return False
+            self.claims[claim.key_id] = IdempotencyClaim(
+                claim.key_id, claim.fingerprint, "in_progress", lease_until
+            )
+            return True
+
+    def find_record(self, subsystem: str, first_date: Decimal) -> MintRecord | None:
+        self._maybe_fail("find_record")
+        found = [r for r in self.records if (r.subsystem, r.first_date) == (subsystem, first_date)]
+        return found[0] if found else None
+
     def complete(self, key_id: str, answer: dict[str, Any]) -> None:
+        self._maybe_fail("complete")
         with self._lock:
             self.claims[key_id].status = "complete"
             self.claims[key_id].answer = answer

@@ -14,7 +14,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from ibi.core.dates import format_date, iso_date
+from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 
@@ -260,32 +260,10 @@ class Item:
             version=self.version + 1,
         )
 
-    def summary(self) -> dict[str, Any]:
-        """The item as the deposit API shows it (JSON)."""
-        return {
-            "ibi": self.ibi.to_mapping(),
-            "state": self.state.value,
-            "timestamp": iso_date(self.timestamp),
-            "date": format_date(self.timestamp),
-            "content_type": self.content_type.value,
-            "language": self.language,
-            "files": [f.to_mapping() for f in self.files],
-            "default_file": self.default_file,
-            "url": self.external_url,
-            "transferable": self.transferable,
-            "listable": self.listable,
-            "next_edition": self.next_edition.to_mapping() if self.next_edition else None,
-            "translations": [
-                {
-                    "language": t.language,
-                    "ibi": t.ibi.to_mapping() if t.ibi else None,
-                    "url": t.url,
-                }
-                for t in self.translations
-            ],
-            "metadata": self.metadata.to_mapping() if self.metadata else None,
-            "metadata_oai_dc": self.metadata_oai_dc.to_mapping() if self.metadata_oai_dc else None,
-            "dc": {k: list(v) for k, v in self.dc.items()},
-            "original_sha256": self.original_sha256,
-            "service": self.service,
-        }
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What the Archive holds, as far as its relation set is concerned."""
+
+    languages: frozenset[str] = frozenset()
+    unspecified_language: bool = False

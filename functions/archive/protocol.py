@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
 
-from functions.archive.model import ContentType, Forms, Item, State
-from ibi.core.pairlist import PairList
-from ibi.core.relations import Relation, Verb
+from functions.archive.errors import ProtocolError
+from functions.archive.model import ContentType, Forms, Item, Profile, State
+from ibi.core.errors import InvalidInput
+from ibi.core.pairlist import PairList, parse_query
+from ibi.core.relations import Relation, Verb, parse_verb_list, wants_file_list
 
 MAX_EDITION_HOPS = 64
 
@@ -248,3 +250,113 @@ def make_url_list(
     if has_url:
         pairs.append(("urlkey", urlkey()))
     return PairList(sorted(pairs)), item
+
+
+# ---------------------------------------------------------------------------- the service
+
+
+class ProtocolStore(Protocol):
+    """What answering the protocol reads and writes (``functions.archive.store``)."""
+
+    def get(self, label: str) -> Item | None: ...
+    def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
+    def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None: ...
+    def use_urlkey(self, urlkey: str, *, now: int) -> str | None: ...
+    def count_access(self, label: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolAnswer:
+    """A pair list to answer, and what to count and log about it."""
+
+    pairs: PairList
+    metric: str | None = None
+    event: str = ""  # what to log, with ``details``
+    details: dict[str, object] = field(default_factory=dict)
+
+
+CONFIRMATION = ProtocolAnswer(PairList([("confirmation", "yes")]))
+SUBJECTS = "servicesubject must be inclusionConfirmationRequest, urlRequest or acknowledgment"
+
+
+class ProtocolService:
+    """The Archive service protocol at this Archive's service IBI (spec §6)."""
+
+    def __init__(
+        self,
+        store: ProtocolStore,
+        *,
+        identity: ArchiveIdentity,
+        views: Views,
+        clock: Callable[[], Decimal],
+        urlkey_ttl_seconds: int,
+    ) -> None:
+        self._store = store
+        self.identity = identity
+        self._views = views
+        self._clock = clock
+        self._ttl = urlkey_ttl_seconds
+
+    def is_service(self, label: str) -> bool:
+        """Whether ``label`` is this Archive's service IBI (the protocol's address)."""
+        return label == self.identity.service.key or label in self.identity.service.labels
+
+    def answer(self, query_text: str) -> ProtocolAnswer:
+        """The answer to a request at the service IBI, by its ``servicesubject``."""
+        try:
+            query = dict(parse_query(query_text))
+        except InvalidInput as error:
+            raise ProtocolError(str(error)) from None
+        subject = query.get("servicesubject")
+        if subject == "inclusionConfirmationRequest":
+            return CONFIRMATION
+        if subject == "urlRequest":
+            return self.url_request(query)
+        if subject == "acknowledgment":
+            return self.acknowledge(query.get("urlkey", ""))
+        raise ProtocolError(SUBJECTS)
+
+    def url_request(self, query: dict[str, str]) -> ProtocolAnswer:
+        """The URL list for the IBI asked, with a fresh urlkey when it names a URL."""
+        if "clientinformation.ipaddress" not in query:
+            raise ProtocolError("clientinformation.ipaddress is mandatory in urlRequest")
+        try:
+            label = Forms.of(query.get("parsedibiurl.ibi", "")).key
+            verbs = parse_verb_list(query.get("parsedibiurl.verblist", ""))
+        except InvalidInput as error:
+            raise ProtocolError(f"{error}") from None
+        profile, asked = self._store.profile_and_item(label)  # one round trip
+        now = self._clock()
+
+        def issue() -> str:
+            key = new_urlkey(now)
+            self._store.issue_urlkey(key, label, expires_at=int(now) + self._ttl)
+            return key
+
+        def holdings(wanted: str) -> Item | None:
+            return asked if wanted == label else self._store.get(wanted)
+
+        pairs, item = make_url_list(
+            label,
+            holdings=holdings,
+            identity=self.identity,
+            views=self._views,
+            relations=relations_for(verbs, profile.languages, profile.unspecified_language),
+            filepath=query.get("parsedibiurl.filepath", "").strip("/"),
+            file_list=wants_file_list(verbs),
+            urlkey=issue,
+        )
+        held = item is not None
+        metric = "UrlRequestsHeld" if held else "UrlRequestsNotHeld"
+        details = {"ibi": label, "held": held, "pairs": len(pairs)}
+        return ProtocolAnswer(pairs, metric, "urlRequest", details)
+
+    def acknowledge(self, urlkey: str) -> ProtocolAnswer:
+        """Count an access, once per urlkey this Archive issued and that is still fresh."""
+        label = self._store.use_urlkey(urlkey, now=int(self._clock())) if urlkey else None
+        if label is None:
+            raise ProtocolError("urlkey: not one this Archive issued recently (or used already)")
+        count = self._store.count_access(label)
+        pairs = PairList([("notice", ("acknowledgment", "received"))])
+        details = {"ibi": label, "accesses": count}
+        return ProtocolAnswer(pairs, "Acknowledgments", "acknowledged", details)

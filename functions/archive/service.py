@@ -2,7 +2,8 @@
 
 Rules kept here: one item per IBI in an Archive; a copy keeps the original's IBI (and its
 checksum); an Archive never holds both; a deletion leaves a tombstone and the IBI is never
-forgotten or reused; the Archive's own service item is an untransferable original.
+forgotten or reused; the Archive's own service item is an untransferable original, minted
+once by :meth:`ArchiveService.bootstrap`.
 """
 
 from __future__ import annotations
@@ -12,155 +13,99 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from functions.archive.model import (
-    DC_ELEMENTS,
-    ContentType,
-    Forms,
-    Item,
-    State,
-    StoredFile,
-    Translation,
+from functions.archive.errors import (
+    ArchiveError,
+    BadRequest,
+    Conflict,
+    Gone,
+    NotHeld,
+    Unavailable,
+)
+from functions.archive.model import ContentType, Forms, Item, State, StoredFile, Translation
+from functions.archive.parsing import (
+    CREATE_FIELDS,
+    UPDATE_FIELDS,
+    dublin_core,
+    fields_of,
+    flag,
+    forms_of,
+    label_of,
 )
 from functions.archive.store import ArchiveStoreError, ItemExists, ItemStore, StaleItem
 from ibi.core.errors import InvalidInput
 
+__all__ = [
+    "ArchiveError",
+    "ArchiveService",
+    "BadRequest",
+    "Conflict",
+    "Gone",
+    "NotHeld",
+    "Unavailable",
+]
+
 Clock = Callable[[], Decimal]
 Minter = Callable[[str | None, str | None], Forms]  # (subsystem, idempotency key) -> IBI
-
-
-class ArchiveError(Exception):
-    status = 400
-
-
-class BadRequest(ArchiveError):
-    status = 400
-
-
-class NotHeld(ArchiveError):
-    status = 404
-
-
-class Conflict(ArchiveError):
-    status = 409
-
-
-class Gone(ArchiveError):
-    status = 410
-
-
-class Unavailable(ArchiveError):
-    status = 503
-
-
-# Files join an item only through an upload and its check (POST /api/item/files).
-_CREATE_FIELDS = {
-    "ibi",
-    "subsystem",
-    "url",
-    "content_type",
-    "language",
-    "transferable",
-    "listable",
-    "dc",
-}
-_UPDATE_FIELDS = {
-    "url",
-    "default_file",
-    "content_type",
-    "language",
-    "transferable",
-    "listable",
-    "dc",
-}
-
-
-def _object(body: Any, allowed: set[str], what: str) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequest(f"{what}: the body must be a JSON object")
-    unknown = set(body) - allowed
-    if unknown:
-        raise BadRequest(f"{what}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    return body
-
-
-def _bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise BadRequest(f'"{name}" must be true or false')
-    return value
-
-
-def _dc(value: Any) -> dict[str, tuple[str, ...]]:
-    if not isinstance(value, dict):
-        raise BadRequest('"dc" must be an object of Dublin Core elements, e.g. {"title": ["…"]}')
-    result: dict[str, tuple[str, ...]] = {}
-    for element, given in value.items():
-        values = [given] if isinstance(given, str) else given
-        if element not in DC_ELEMENTS:
-            raise BadRequest(
-                f'"dc": {element!r} is not a Dublin Core element ({", ".join(DC_ELEMENTS)})'
-            )
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise BadRequest(f'"dc.{element}" must be a string or a list of strings')
-        result[element] = tuple(values)
-    return result
-
-
-def parse_files(value: Any) -> tuple[StoredFile, ...]:
-    if not isinstance(value, list):
-        raise BadRequest('"files" must be a list of {"path", "sha256", "size"[, "content_type"]}')
-    files = []
-    for entry in value:
-        if not isinstance(entry, dict) or set(entry) - {"path", "sha256", "size", "content_type"}:
-            raise BadRequest(f'"files": {entry!r} is not {{"path", "sha256", "size"}}')
-        try:
-            files.append(
-                StoredFile(
-                    path=str(entry["path"]),
-                    sha256=str(entry["sha256"]).lower(),
-                    size=int(entry["size"]),
-                    content_type=str(entry.get("content_type", "application/octet-stream")),
-                )
-            )
-        except (KeyError, ValueError, TypeError) as error:
-            raise BadRequest(f'"files": {entry!r}: {error}') from None
-    paths = [f.path for f in files]
-    if len(set(paths)) != len(paths):
-        raise BadRequest('"files": a path appears twice')
-    return tuple(files)
+UNAVAILABLE = "the Archive's store is unavailable; retry shortly"
 
 
 class ArchiveService:
+    """An Archive's items: deposit, change, delete, list, and its own service item.
+
+    ``name`` names this Archive among those minting through the same service (its table):
+    the service IBI is minted with an idempotency key derived from it, so every execution
+    environment that bootstraps at once gets the same IBI.
+    """
+
     def __init__(
         self,
         items: ItemStore,
         *,
         clock: Clock,
         mint: Minter | None = None,
+        name: str = "archive",
     ) -> None:
         self.items = items
         self._clock = clock
         self._mint = mint
+        self.service_mint_key = f"archive-service:{name}"
 
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, label: str) -> Item:
         try:
-            item = self.items.get(_label(label))
+            item = self.items.get(label_of(label))
         except ArchiveStoreError as error:
-            raise Unavailable("the Archive's store is unavailable; retry shortly") from error
+            raise Unavailable(UNAVAILABLE) from error
         if item is None:
             raise NotHeld(f"this Archive holds no item {label!r}")
         return item
 
+    def list_items(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]:
+        """A page of the items (tombstones included), and where the next page starts."""
+        try:
+            return self.items.scan(after=after, limit=limit)
+        except ArchiveStoreError as error:
+            raise Unavailable(UNAVAILABLE) from error
+
+    def accesses(self, item: Item) -> int:
+        """How many acknowledged accesses the item had (through the resolver)."""
+        return self.items.access_count(item.key)
+
     # -- the Archive's own service item --------------------------------------------------------
 
-    def ensure_service_item(self, base_url: str) -> Item:
-        """The untransferable original that is this Archive's service; minted on first start."""
+    def bootstrap(self, base_url: str) -> Item:
+        """The untransferable original that is this Archive's service, minted the first time.
+
+        Safe to run at once in several execution environments: the IBI is minted with this
+        Archive's own idempotency key (every caller gets the same one) and recorded with a
+        conditional write (the first record wins; the others read it).
+        """
         forms = self.items.service_item()
         if forms is None:
             if self._mint is None:
                 raise Unavailable("no minting service to mint this Archive's service IBI")
-            forms = self.items.claim_service_item(self._mint(None, None))
+            forms = self.items.claim_service_item(self._mint(None, self.service_mint_key))
         existing = self.items.get(forms.key)
         if existing is not None:
             return existing
@@ -185,15 +130,16 @@ class ArchiveService:
 
     def create_original(self, body: Any, *, idempotency_key: str | None = None) -> Item:
         """A new original. With an idempotency key, a retried request gets the same item."""
-        data = _object(body, _CREATE_FIELDS, "a new original")
+        data = fields_of(body, CREATE_FIELDS, "a new original")
         if "ibi" in data:
             if "subsystem" in data:
                 raise BadRequest('give either "ibi" (minted before) or "subsystem" (mint now)')
-            forms = _forms(data["ibi"])
+            forms = forms_of(data["ibi"])
         else:
             if self._mint is None:
                 raise BadRequest('this Archive mints nothing: give the item\'s "ibi"')
-            forms = self._mint(data.get("subsystem"), idempotency_key)
+            deposit_key = f"deposit:{idempotency_key}" if idempotency_key else None
+            forms = self._mint(data.get("subsystem"), deposit_key)
         item = self._build(forms, State.ORIGINAL, data)
         if idempotency_key is not None:
             existing = self.items.get(forms.key)
@@ -203,11 +149,11 @@ class ArchiveService:
         return item
 
     def add_copy(self, body: Any) -> Item:
-        allowed = (_CREATE_FIELDS - {"subsystem", "transferable"}) | {"original_sha256"}
-        data = _object(body, allowed, "a copy")
+        allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | {"original_sha256"}
+        data = fields_of(body, allowed, "a copy")
         if "ibi" not in data:
             raise BadRequest('a copy keeps the original\'s IBI: give "ibi"')
-        forms = _forms(data["ibi"])
+        forms = forms_of(data["ibi"])
         original_sha256 = data.get("original_sha256")
         if original_sha256 is not None and (
             not isinstance(original_sha256, str) or len(original_sha256) != 64
@@ -227,9 +173,9 @@ class ArchiveService:
                 content_type=ContentType(data.get("content_type", "Data")),
                 language=data.get("language"),
                 external_url=data.get("url"),
-                transferable=_bool(data.get("transferable", True), "transferable"),
-                listable=_bool(data.get("listable", True), "listable"),
-                dc=_dc(data.get("dc", {})),
+                transferable=flag(data.get("transferable", True), "transferable"),
+                listable=flag(data.get("listable", True), "listable"),
+                dc=dublin_core(data.get("dc", {})),
             )
         except ValueError as error:  # InvalidInput and enum errors
             raise BadRequest(str(error)) from None
@@ -245,16 +191,14 @@ class ArchiveService:
                 "item per IBI, never an original and a copy"
             ) from None
         except ArchiveStoreError as error:
-            raise Unavailable("the Archive's store is unavailable; retry shortly") from error
+            raise Unavailable(UNAVAILABLE) from error
         self._note(item)
 
     def _note(self, item: Item) -> None:
-        note = getattr(self.items, "note_item", None)
-        if note is not None:
-            note(item)
+        self.items.note_item(item)
 
     def update(self, label: str, body: Any) -> Item:
-        data = _object(body, _UPDATE_FIELDS, "an update")
+        data = fields_of(body, UPDATE_FIELDS, "an update")
 
         def change(item: Item) -> Item:
             changes: dict[str, Any] = {}
@@ -266,11 +210,11 @@ class ArchiveService:
                 changes["content_type"] = ContentType(data["content_type"])
             if "language" in data:
                 changes["language"] = data["language"]
-            for flag in ("transferable", "listable"):
-                if flag in data:
-                    changes[flag] = _bool(data[flag], flag)
+            for name in ("transferable", "listable"):
+                if name in data:
+                    changes[name] = flag(data[name], name)
             if "dc" in data:
-                changes["dc"] = _dc(data["dc"])
+                changes["dc"] = dublin_core(data["dc"])
             if item.service and changes.get("transferable"):
                 raise Conflict("the Archive's own service item is untransferable")
             return item.changed(self._clock(), **changes)
@@ -278,7 +222,7 @@ class ArchiveService:
         return self._modify(label, change)
 
     def link(self, label: str, body: Any) -> Item:
-        data = _object(body, {"next_edition", "translation", "metadata"}, "a link")
+        data = fields_of(body, {"next_edition", "translation", "metadata"}, "a link")
         if len(data) != 1:
             raise BadRequest(
                 'link one thing at a time: "next_edition", "translation" or "metadata"'
@@ -286,7 +230,7 @@ class ArchiveService:
 
         def change(item: Item) -> Item:
             if "next_edition" in data:
-                forms = _forms(data["next_edition"])
+                forms = forms_of(data["next_edition"])
                 if forms.key == item.key:
                     raise BadRequest("an item cannot be its own next edition")
                 return item.changed(self._clock(), next_edition=forms)
@@ -296,7 +240,7 @@ class ArchiveService:
                     raise BadRequest('"translation" is {"language": "pt-BR", "ibi": … | "url": …}')
                 translation = Translation(
                     language=str(link["language"]),
-                    ibi=_forms(link["ibi"]) if "ibi" in link else None,
+                    ibi=forms_of(link["ibi"]) if "ibi" in link else None,
                     url=link.get("url"),
                 )
                 kept = tuple(t for t in item.translations if t.language != translation.language)
@@ -304,7 +248,7 @@ class ArchiveService:
             link = data["metadata"]
             if not isinstance(link, dict) or "ibi" not in link:
                 raise BadRequest('"metadata" is {"ibi": …, "format": "oai_dc"?}')
-            forms = _forms(link["ibi"])
+            forms = forms_of(link["ibi"])
             if link.get("format") == "oai_dc":
                 return item.changed(self._clock(), metadata_oai_dc=forms)
             if link.get("format") not in (None, ""):
@@ -384,21 +328,7 @@ class ArchiveService:
             except StaleItem:
                 continue
             except ArchiveStoreError as error:
-                raise Unavailable("the Archive's store is unavailable; retry shortly") from error
+                raise Unavailable(UNAVAILABLE) from error
             self._note(changed)
             return changed
         raise Conflict(f"{label} is being changed by someone else; retry")
-
-
-def _label(text: str) -> str:
-    try:
-        return Forms.of(text).key
-    except InvalidInput as error:
-        raise BadRequest(f"not an IBI: {error}") from None
-
-
-def _forms(value: Any) -> Forms:
-    try:
-        return Forms.from_mapping(value)
-    except InvalidInput as error:
-        raise BadRequest(f"not an IBI: {error}") from None

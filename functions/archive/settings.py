@@ -9,6 +9,13 @@ from dataclasses import dataclass
 
 from functions.archive.model import Forms
 from ibi.core.errors import InvalidInput
+from ibi.defaults import (
+    ADMIN_EMAIL,
+    RESOLVER_SERVICE_IBI,
+    SERVE_INLINE_BYTES,
+    URLKEY_TTL_RANGE,
+    URLKEY_TTL_SECONDS,
+)
 
 
 class ConfigurationError(RuntimeError):
@@ -26,12 +33,12 @@ class ArchiveSettings:
     mint_endpoint: str | None
     mint_subsystem: str | None
     bucket: str | None
-    urlkey_ttl_seconds: int = 600
+    urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS
     join_resolver_url: str | None = None  # switch on at this resolver when first started
     registration_key_parameter: str | None = None  # SSM SecureString holding the key
-    resolver_service_ibi: str = "J8LNKB5R7W/3FUQHC5"
-    admin_email: str = "admin@localhost"
-    serve_inline_bytes: int = 4 * 1024 * 1024
+    resolver_service_ibi: str = RESOLVER_SERVICE_IBI
+    admin_email: str = ADMIN_EMAIL
+    serve_inline_bytes: int = SERVE_INLINE_BYTES
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
@@ -42,7 +49,7 @@ class ArchiveSettings:
             if base_url is not None and not _BASE_URL.fullmatch(base_url.rstrip("/")):
                 raise ValueError(f"IBI_ARCHIVE_BASE_URL {base_url!r} is not http(s)://host[:port]")
             platform_text = env.get("IBI_PLATFORM_SOFTWARE", "")
-            ttl = int(env.get("IBI_URLKEY_TTL_SECONDS", "600"))
+            ttl = int(env.get("IBI_URLKEY_TTL_SECONDS", str(URLKEY_TTL_SECONDS)))
             joining = (
                 bool(env.get("IBI_JOIN_RESOLVER_URL")),
                 bool(env.get("IBI_REGISTRATION_KEY_PARAMETER")),
@@ -51,8 +58,9 @@ class ArchiveSettings:
                 raise ValueError(
                     "IBI_JOIN_RESOLVER_URL and IBI_REGISTRATION_KEY_PARAMETER go together"
                 )
-            if not 10 <= ttl <= 86400:
-                raise ValueError("IBI_URLKEY_TTL_SECONDS must be from 10 to 86400")
+            low, high = URLKEY_TTL_RANGE
+            if not low <= ttl <= high:
+                raise ValueError(f"IBI_URLKEY_TTL_SECONDS must be from {low} to {high}")
             return cls(
                 table=table,
                 base_url=base_url.rstrip("/") if base_url else None,
@@ -63,8 +71,8 @@ class ArchiveSettings:
                 urlkey_ttl_seconds=ttl,
                 join_resolver_url=env.get("IBI_JOIN_RESOLVER_URL") or None,
                 registration_key_parameter=env.get("IBI_REGISTRATION_KEY_PARAMETER") or None,
-                resolver_service_ibi=env.get("IBI_RESOLVER_SERVICE_IBI") or "J8LNKB5R7W/3FUQHC5",
-                admin_email=env.get("IBI_ADMIN_EMAIL") or "admin@localhost",
+                resolver_service_ibi=env.get("IBI_RESOLVER_SERVICE_IBI") or RESOLVER_SERVICE_IBI,
+                admin_email=env.get("IBI_ADMIN_EMAIL") or ADMIN_EMAIL,
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error

@@ -12,21 +12,12 @@ expiring through the table's TTL).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from functions.archive.model import (
-    ContentType,
-    Forms,
-    Item,
-    State,
-    StoredFile,
-    Translation,
-)
-from ibi.core.dates import format_date
+from functions.archive.mapping import item_from_mapping, item_to_mapping
+from functions.archive.model import Forms, Item, Profile
+from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
+from functions.shared.dynamo import ensure_table as create_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -38,12 +29,8 @@ PROFILE_KEY = "#profile"
 URLKEY_PREFIX = "#urlkey#"
 
 
-class ArchiveStoreError(Exception):
-    """The store failed (throttled, unreachable, refused)."""
-
-    def __init__(self, message: str, *, throttled: bool = False) -> None:
-        super().__init__(message)
-        self.throttled = throttled
+class ArchiveStoreError(StoreError):
+    """The items table failed (throttled, unreachable, refused)."""
 
 
 class ItemExists(Exception):
@@ -58,18 +45,11 @@ class StaleItem(Exception):
     """The item changed since it was read: re-read and retry."""
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """What the Archive holds, as far as its relation set is concerned."""
-
-    languages: frozenset[str] = frozenset()
-    unspecified_language: bool = False
-
-
 class ItemStore(Protocol):
     def get(self, label: str) -> Item | None: ...
     def create(self, item: Item) -> None: ...
     def replace(self, item: Item, *, expected_version: int) -> None: ...
+    def note_item(self, item: Item) -> None: ...
     def profile(self) -> Profile: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def service_item(self) -> Forms | None: ...
@@ -81,68 +61,6 @@ class ItemStore(Protocol):
     def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
 
 
-# ---------------------------------------------------------------------------- (de)serialisation
-
-
-def forms_json(forms: Forms | None) -> dict[str, str] | None:
-    return forms.to_mapping() if forms is not None else None
-
-
-def item_to_json(item: Item) -> dict[str, Any]:
-    return {
-        "ibi": item.ibi.to_mapping(),
-        "state": item.state.value,
-        "timestamp": format_date(item.timestamp),
-        "content_type": item.content_type.value,
-        "language": item.language,
-        "files": [f.to_mapping() for f in item.files],
-        "default_file": item.default_file,
-        "external_url": item.external_url,
-        "transferable": item.transferable,
-        "listable": item.listable,
-        "next_edition": forms_json(item.next_edition),
-        "translations": [
-            {"language": t.language, "ibi": forms_json(t.ibi), "url": t.url}
-            for t in item.translations
-        ],
-        "metadata": forms_json(item.metadata),
-        "metadata_oai_dc": forms_json(item.metadata_oai_dc),
-        "dc": {k: list(v) for k, v in item.dc.items()},
-        "original_sha256": item.original_sha256,
-        "service": item.service,
-    }
-
-
-def _forms(data: dict[str, str] | None) -> Forms | None:
-    return Forms(rep=data.get("rep"), ibip=data.get("ibip")) if data else None
-
-
-def item_from_json(data: dict[str, Any], version: int) -> Item:
-    return Item(
-        ibi=Forms(rep=data["ibi"].get("rep"), ibip=data["ibi"].get("ibip")),
-        state=State(data["state"]),
-        timestamp=Decimal(data["timestamp"]),
-        content_type=ContentType(data["content_type"]),
-        language=data.get("language"),
-        files=tuple(StoredFile(**f) for f in data.get("files", [])),
-        default_file=data.get("default_file"),
-        external_url=data.get("external_url"),
-        transferable=bool(data.get("transferable", True)),
-        listable=bool(data.get("listable", True)),
-        next_edition=_forms(data.get("next_edition")),
-        translations=tuple(
-            Translation(language=t["language"], ibi=_forms(t.get("ibi")), url=t.get("url"))
-            for t in data.get("translations", [])
-        ),
-        metadata=_forms(data.get("metadata")),
-        metadata_oai_dc=_forms(data.get("metadata_oai_dc")),
-        dc={k: tuple(v) for k, v in data.get("dc", {}).items()},
-        original_sha256=data.get("original_sha256"),
-        service=bool(data.get("service", False)),
-        version=version,
-    )
-
-
 def _profile(record: dict[str, Any] | None) -> Profile:
     record = record or {}
     return Profile(
@@ -151,16 +69,8 @@ def _profile(record: dict[str, Any] | None) -> Profile:
     )
 
 
-def _error(error: Exception, action: str) -> ArchiveStoreError:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "")
-        throttled = code in {"ProvisionedThroughputExceededException", "ThrottlingException"}
-        return ArchiveStoreError(f"{action}: {code}", throttled=throttled)
-    return ArchiveStoreError(f"{action}: {type(error).__name__}")
-
-
-def _condition_failed(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+def _error(error: Exception, action: str) -> Exception:
+    return translate(error, action, ArchiveStoreError)
 
 
 # ---------------------------------------------------------------------------- DynamoDB
@@ -176,7 +86,7 @@ class DynamoItemStore:
             answer = self._client.get_item(
                 TableName=self._table, Key={"label": {"S": key}}, ConsistentRead=True
             )
-        except (ClientError, BotoCoreError) as error:
+        except AWS_ERRORS as error:
             raise _error(error, "reading an item") from error
         item: dict[str, Any] | None = answer.get("Item")
         return item
@@ -190,7 +100,7 @@ class DynamoItemStore:
             record = self._get(record["alias_of"]["S"])
         if record is None or "data" not in record:
             return None
-        return item_from_json(json.loads(record["data"]["S"]), int(record["version"]["N"]))
+        return item_from_mapping(json.loads(record["data"]["S"]), int(record["version"]["N"]))
 
     def create(self, item: Item) -> None:
         aliases = [label for label in item.ibi.labels if label != item.key]
@@ -215,7 +125,7 @@ class DynamoItemStore:
     def _record(self, item: Item) -> dict[str, Any]:
         return {
             "label": {"S": item.key},
-            "data": {"S": json.dumps(item_to_json(item), separators=(",", ":"))},
+            "data": {"S": json.dumps(item_to_mapping(item), separators=(",", ":"))},
             "version": {"N": str(item.version)},
             "state": {"S": item.state.value},
         }
@@ -228,11 +138,9 @@ class DynamoItemStore:
                 ConditionExpression="attribute_not_exists(#label)",
                 ExpressionAttributeNames={"#label": "label"},
             )
-        except ClientError as error:
-            if _condition_failed(error):
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
                 raise ItemExists(None) from None
-            raise _error(error, "writing an item") from error
-        except BotoCoreError as error:
             raise _error(error, "writing an item") from error
 
     def _delete_alias(self, alias: str, main: str) -> None:
@@ -243,8 +151,8 @@ class DynamoItemStore:
                 ConditionExpression="alias_of = :main",
                 ExpressionAttributeValues={":main": {"S": main}},
             )
-        except ClientError as error:
-            if not _condition_failed(error):
+        except AWS_ERRORS as error:
+            if not is_conditional_failure(error):
                 raise _error(error, "undoing an alias") from error
 
     def replace(self, item: Item, *, expected_version: int) -> None:
@@ -267,11 +175,9 @@ class DynamoItemStore:
                     ":expected": {"N": str(expected_version)},
                 },
             )
-        except ClientError as error:
-            if _condition_failed(error):
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
                 raise StaleItem(item.key) from None
-            raise _error(error, "updating an item") from error
-        except BotoCoreError as error:
             raise _error(error, "updating an item") from error
         self._note_language(item.language)
 
@@ -288,7 +194,7 @@ class DynamoItemStore:
                 UpdateExpression=expression,
                 ExpressionAttributeValues=values,
             )
-        except (ClientError, BotoCoreError) as error:
+        except AWS_ERRORS as error:
             raise _error(error, "noting a language") from error
 
     def note_item(self, item: Item) -> None:
@@ -309,7 +215,7 @@ class DynamoItemStore:
             answer = self._client.batch_get_item(
                 RequestItems={self._table: {"Keys": keys, "ConsistentRead": True}}
             )
-        except (ClientError, BotoCoreError) as error:
+        except AWS_ERRORS as error:
             raise _error(error, "reading an item") from error
         records: dict[str, dict[str, Any]] = {
             record["label"]["S"]: record
@@ -356,7 +262,7 @@ class DynamoItemStore:
                     "expires_at": {"N": str(expires_at)},
                 },
             )
-        except (ClientError, BotoCoreError) as error:
+        except AWS_ERRORS as error:
             raise _error(error, "issuing a urlkey") from error
 
     def use_urlkey(self, urlkey: str, *, now: int) -> str | None:
@@ -372,11 +278,9 @@ class DynamoItemStore:
                 ExpressionAttributeValues={":now": {"N": str(now)}},
                 ReturnValues="ALL_NEW",
             )
-        except ClientError as error:
-            if _condition_failed(error):
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
                 return None
-            raise _error(error, "spending a urlkey") from error
-        except BotoCoreError as error:
             raise _error(error, "spending a urlkey") from error
         label: str = answer["Attributes"]["item"]["S"]
         return label
@@ -392,11 +296,9 @@ class DynamoItemStore:
                 ExpressionAttributeValues={":one": {"N": "1"}},
                 ReturnValues="UPDATED_NEW",
             )
-        except ClientError as error:
-            if _condition_failed(error):
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
                 return 0
-            raise _error(error, "counting an access") from error
-        except BotoCoreError as error:
             raise _error(error, "counting an access") from error
         return int(answer["Attributes"]["access_count"]["N"])
 
@@ -417,10 +319,10 @@ class DynamoItemStore:
             request["ExclusiveStartKey"] = {"label": {"S": after}}
         try:
             answer = self._client.scan(**request)
-        except (ClientError, BotoCoreError) as error:
+        except AWS_ERRORS as error:
             raise _error(error, "listing items") from error
         items = [
-            item_from_json(json.loads(r["data"]["S"]), int(r["version"]["N"]))
+            item_from_mapping(json.loads(r["data"]["S"]), int(r["version"]["N"]))
             for r in answer.get("Items", [])
         ]
         more = answer.get("LastEvaluatedKey")
@@ -435,9 +337,4 @@ TABLE_SCHEMA: dict[str, Any] = {
 
 def ensure_table(client: DynamoDBClient, name: str) -> None:
     """Create the items table if missing (local mode and tests only)."""
-    if name in client.list_tables().get("TableNames", []):
-        return
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **TABLE_SCHEMA)
-    client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
-    )
+    create_table(client, name, TABLE_SCHEMA)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from functions.archive.errors import BadRequest
+from functions.archive.mapping import deposit_body, links_of
 from functions.archive.model import Item
-from functions.archive.service import ArchiveService, BadRequest
+from functions.archive.service import ArchiveService
 
 TRANSFER_MAX_BYTES = 64 * 1024 * 1024
 
@@ -46,23 +48,6 @@ class Transferred:
     there: dict[str, Any]
 
 
-def links_of(item: Item) -> list[dict[str, Any]]:
-    """The item's links, as the deposit API takes them (one per call)."""
-    links: list[dict[str, Any]] = []
-    if item.next_edition:
-        links.append({"next_edition": item.next_edition.to_mapping()})
-    for translation in item.translations:
-        target = (
-            {"ibi": translation.ibi.to_mapping()} if translation.ibi else {"url": translation.url}
-        )
-        links.append({"translation": {"language": translation.language, **target}})
-    if item.metadata:
-        links.append({"metadata": {"ibi": item.metadata.to_mapping()}})
-    if item.metadata_oai_dc:
-        links.append({"metadata": {"ibi": item.metadata_oai_dc.to_mapping(), "format": "oai_dc"}})
-    return links
-
-
 def transfer(
     service: ArchiveService,
     files: Any,
@@ -78,19 +63,8 @@ def transfer(
     if too_big or (item.files and files is None):
         raise BadRequest(f"files too large to transfer through the API: {too_big}")
     before, after = service.release_original(label, leave=leave)
-    created: dict[str, Any] = {
-        "ibi": before.ibi.to_mapping(),
-        "content_type": before.content_type.value,
-        "transferable": True,
-        "listable": before.listable,
-        "dc": {k: list(v) for k, v in before.dc.items()},
-    }
-    if before.language:
-        created["language"] = before.language
-    if before.external_url:
-        created["url"] = before.external_url
     try:
-        received = receiver.create(created)
+        received = receiver.create(deposit_body(before))
     except errors as error:
         service.restore_original(before)
         raise TransferFailed(str(error), refused=True) from error

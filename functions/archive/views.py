@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 from urllib.parse import quote
-from xml.sax.saxutils import escape
+from xml.etree import ElementTree
 
 from functions.archive.model import DC_ELEMENTS, Item
 
@@ -79,25 +79,26 @@ def file_list_page(item: Item, views: ArchiveViews) -> str:
     return _page(title, f"{heading}<p>{forms} — {item.state.value}</p>{table}")
 
 
+OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
+DC = "http://purl.org/dc/elements/1.1/"
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+OAI_DC_SCHEMA = f"{OAI_DC} http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
+ElementTree.register_namespace("oai_dc", OAI_DC)
+ElementTree.register_namespace("dc", DC)
+ElementTree.register_namespace("xsi", XSI)
+
+
 def oai_dc(item: Item) -> str:
-    """The item's metadata as an OAI Dublin Core record."""
-    elements = []
-    identifiers = list(item.dc.get("identifier", ())) + [
-        label for label in item.ibi.labels if label not in item.dc.get("identifier", ())
-    ]
+    """The item's metadata as an OAI Dublin Core record (built with ElementTree)."""
+    given = item.dc.get("identifier", ())
+    identifiers = [*given, *(label for label in item.ibi.labels if label not in given)]
+    record = ElementTree.Element(f"{{{OAI_DC}}}dc", {f"{{{XSI}}}schemaLocation": OAI_DC_SCHEMA})
     for element in DC_ELEMENTS:
-        values = identifiers if element == "identifier" else item.dc.get(element, ())
-        elements += [f"  <dc:{element}>{escape(value)}</dc:{element}>" for value in values]
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<oai_dc:dc xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/"\n'
-        '           xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
-        '           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"\n'
-        '           xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/oai_dc/ '
-        'http://www.openarchives.org/OAI/2.0/oai_dc.xsd">\n'
-        + "\n".join(elements)
-        + "\n</oai_dc:dc>\n"
-    )
+        for value in identifiers if element == "identifier" else item.dc.get(element, ()):
+            ElementTree.SubElement(record, f"{{{DC}}}{element}").text = value
+    ElementTree.indent(record)
+    body = ElementTree.tostring(record, encoding="unicode")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
 
 
 def metadata_page(item: Item, views: ArchiveViews) -> str:

@@ -15,11 +15,19 @@ from decimal import Decimal
 from typing import Any
 
 from functions.minting.settings import MAX_COUNT
-from functions.minting.store import MintRecord, MintStore, StateConflict, StoreError
+from functions.minting.store import (
+    IdempotencyClaim,
+    MintRecord,
+    MintStore,
+    StateConflict,
+    StateWrite,
+    StoreError,
+)
 from ibi.core.dates import format_date, iso_date
-from ibi.core.distributor import TemporalDistributor
+from ibi.core.distributor import Distribution, TemporalDistributor
 from ibi.core.labels import ibip_suffix, rep_suffix
 from ibi.core.subsystem import Subsystem
+from ibi.defaults import IDEMPOTENCY_TTL_SECONDS
 
 Clock = Callable[[], Decimal]
 Sleeper = Callable[[float], None]
@@ -37,42 +45,41 @@ class MintingError(Exception):
     status = 400
     retry_after: int | None = None
 
-
-class InvalidMintRequest(MintingError):
-    status = 400
-
-
-class UnknownSubsystem(MintingError):
-    status = 404
+    def __init_subclass__(cls, *, status: int = 400, retry_after: int | None = None) -> None:
+        super().__init_subclass__()
+        cls.status, cls.retry_after = status, retry_after
 
 
-class IdempotencyKeyReused(MintingError):
-    status = 422
+class InvalidMintRequest(MintingError, status=400):
+    """The body, the query or the key is malformed."""
 
 
-class IdempotencyInProgress(MintingError):
-    status = 409
-    retry_after = 1
+class UnknownSubsystem(MintingError, status=404):
+    """No identification subsystem has that name."""
 
 
-class TooEarly(MintingError):
+class IdempotencyKeyReused(MintingError, status=422):
+    """The key was used before for a different request."""
+
+
+class IdempotencyInProgress(MintingError, status=409, retry_after=1):
+    """A request with the key is still being served."""
+
+
+class TooEarly(MintingError, status=429):
     """The labels would be dated further in the future than the service may wait."""
-
-    status = 429
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
 
-class Contention(MintingError):
-    status = 503
-    retry_after = 1
+class Contention(MintingError, status=503, retry_after=1):
+    """Too many conflicting writes on the subsystem."""
 
 
-class StoreUnavailable(MintingError):
-    status = 503
-    retry_after = 1
+class StoreUnavailable(MintingError, status=503, retry_after=1):
+    """The store is throttled or unreachable."""
 
 
 # ---------------------------------------------------------------------------- requests and answers
@@ -162,6 +169,11 @@ def record_answer(record: MintRecord) -> dict[str, Any]:
     }
 
 
+def recorded_answer(record: MintRecord) -> dict[str, Any]:
+    """The answer a mint request got, rebuilt from its record."""
+    return {"subsystem": record.subsystem, "ibis": record_answer(record)["ibis"]}
+
+
 @dataclass(frozen=True, slots=True)
 class MintResult:
     answer: dict[str, Any]
@@ -184,7 +196,7 @@ class MintingService:
         sleep: Sleeper,
         max_wait: Decimal = Decimal(5),
         max_attempts: int = 50,
-        idempotency_ttl_seconds: int = 7 * 24 * 3600,
+        idempotency_ttl_seconds: int = IDEMPOTENCY_TTL_SECONDS,
         on_conflict: Callable[[], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -218,70 +230,88 @@ class MintingService:
         ).hexdigest()
         fingerprint = f"{subsystem.name}:{request.count}"
         now = self._clock()
+        lease_until, expires_at = now + self._max_wait + 60, int(now) + self._ttl
         with store_unavailable():
             claim = self.store.claim(
-                key_id,
-                fingerprint,
-                now=now,
-                lease_until=now + self._max_wait + 60,
-                expires_at=int(now) + self._ttl,
+                key_id, fingerprint, now=now, lease_until=lease_until, expires_at=expires_at
             )
-        if claim is not None:
-            if claim.fingerprint != fingerprint:
-                raise IdempotencyKeyReused(
-                    "this Idempotency-Key was used for a different request "
-                    f"({claim.fingerprint.replace(':', ', count ')}); use a new key"
-                )
-            if claim.status == "complete" and claim.answer is not None:
-                return MintResult(claim.answer, replayed=True)
-            raise IdempotencyInProgress(
-                "a request with this Idempotency-Key is still being served; retry shortly"
-            )
-        try:
-            answer = self._mint(subsystem, request)
-        except BaseException:
+            if claim is not None:
+                answer = self._settle(claim, fingerprint, now, request)
+                if answer is not None:
+                    return MintResult(answer, replayed=True)
+                if not self.store.take_over(claim, lease_until=lease_until, expires_at=expires_at):
+                    raise IdempotencyInProgress(IN_PROGRESS_MESSAGE)
+        noted: list[Decimal] = []
+
+        def note(first_date: Decimal) -> None:
             with store_unavailable():
-                self.store.release(key_id)
+                self.store.note(key_id, subsystem.name, first_date)
+            noted.append(first_date)
+
+        try:
+            answer = self._mint(subsystem, request, on_state_written=note)
+        except BaseException:
+            self._give_back(key_id, subsystem.name, noted, request)
             raise
         with store_unavailable():
             self.store.complete(key_id, answer)
         return MintResult(answer)
 
-    def _mint(self, subsystem: Subsystem, request: MintRequest) -> dict[str, Any]:
+    def _settle(
+        self, claim: IdempotencyClaim, fingerprint: str, now: Decimal, request: MintRequest
+    ) -> dict[str, Any] | None:
+        """The answer to a key already claimed, or None: its attempt died and recorded nothing.
+
+        422 if the key was used for another request, 409 while its attempt may still run.
+        """
+        answer = _replay(claim, fingerprint, expired=claim.lease_until < now)
+        if answer is None and claim.minted is not None:  # the attempt won its state write
+            record = self.store.find_record(*claim.minted)
+            if record is not None and _made_by(record, request):
+                answer = recorded_answer(record)
+                self.store.complete(claim.key_id, answer)
+        return answer
+
+    def _give_back(
+        self, key_id: str, subsystem: str, noted: list[Decimal], request: MintRequest
+    ) -> None:
+        """After a failed attempt: the key is free again, unless its dates were recorded."""
+        with store_unavailable():
+            record = self.store.find_record(subsystem, noted[0]) if noted else None
+            if record is not None and _made_by(record, request):
+                self.store.complete(key_id, recorded_answer(record))
+            else:
+                self.store.release(key_id)
+
+    def _mint(
+        self,
+        subsystem: Subsystem,
+        request: MintRequest,
+        *,
+        on_state_written: Callable[[Decimal], None] | None = None,
+    ) -> dict[str, Any]:
         with store_unavailable():
             previous = self.store.last_date(subsystem.name)
         for attempt in range(self._max_attempts):
             now = self._clock()
-            distributor = TemporalDistributor(subsystem.granularity, previous)
-            distributions = distributor.reserve(now, request.count)
-            delay = distributions[-1].delay(now)
-            if delay > self._max_wait:
-                raise TooEarly(
-                    f"{request.count} IBI(s) from {subsystem.name!r} at granularity "
-                    f"{subsystem.granularity}s cannot be issued for {format_date(delay)}s; "
-                    "ask for fewer, or retry later",
-                    retry_after=max(1, math.ceil(delay - self._max_wait)),
-                )
+            distributions = self._reserve(subsystem, previous, now, request.count)
             dates = tuple(d.date_for_suffix for d in distributions)
             try:
                 with store_unavailable():
                     self.store.advance(
-                        subsystem.name,
-                        previous,
-                        dates[-1],
-                        granularity=str(subsystem.granularity),
-                        count=len(dates),
+                        StateWrite(
+                            subsystem.name,
+                            previous,
+                            dates[-1],
+                            str(subsystem.granularity),
+                            len(dates),
+                        )
                     )
             except StateConflict as conflict:
-                self._on_conflict()
-                if attempt == 0:  # the winner's date was just written: retry with it at once
-                    previous = conflict.current
-                    continue
-                # Still contended: back off (full jitter), then read the newest date.
-                self._sleep(self._rng.uniform(0, min(0.1, 0.002 * 2**attempt)))
-                with store_unavailable():
-                    previous = self.store.last_date(subsystem.name)
+                previous = self._after_conflict(subsystem, attempt, conflict)
                 continue
+            if on_state_written is not None:  # before the record: see _settle
+                on_state_written(dates[0])
             record = MintRecord(
                 subsystem=subsystem.name,
                 rep_prefix=subsystem.rep_prefix,
@@ -305,6 +335,33 @@ class MintingService:
             "retry, or spread the load over several subsystems"
         )
 
+    def _reserve(
+        self, subsystem: Subsystem, previous: Decimal | None, now: Decimal, count: int
+    ) -> list[Distribution]:
+        """Algorithm 4 for ``count`` labels at ``now``; :class:`TooEarly` past the wait bound."""
+        distributions = TemporalDistributor(subsystem.granularity, previous).reserve(now, count)
+        delay = distributions[-1].delay(now)
+        if delay > self._max_wait:
+            raise TooEarly(
+                f"{count} IBI(s) from {subsystem.name!r} at granularity "
+                f"{subsystem.granularity}s cannot be issued for {format_date(delay)}s; "
+                "ask for fewer, or retry later",
+                retry_after=max(1, math.ceil(delay - self._max_wait)),
+            )
+        return distributions
+
+    def _after_conflict(
+        self, subsystem: Subsystem, attempt: int, conflict: StateConflict
+    ) -> Decimal | None:
+        """The date to retry from after a lost write."""
+        self._on_conflict()
+        if attempt == 0:  # the winner's date was just written: retry with it at once
+            return conflict.current
+        # Still contended: back off (full jitter), then read the newest date.
+        self._sleep(self._rng.uniform(0, min(0.1, 0.002 * 2**attempt)))
+        with store_unavailable():
+            return self.store.last_date(subsystem.name)
+
     def _wait_until(self, creation_date: Decimal) -> None:
         """Algorithm 4, line 7: no label is issued before its creation date."""
         while (remaining := creation_date - self._clock()) > 0:
@@ -316,6 +373,30 @@ class MintingService:
         subsystem = self.subsystem(subsystem_name)
         with store_unavailable():
             return self.store.list_records(subsystem.name, after=after, limit=limit)
+
+
+IN_PROGRESS_MESSAGE = "a request with this Idempotency-Key is still being served; retry shortly"
+
+
+def _replay(claim: IdempotencyClaim, fingerprint: str, *, expired: bool) -> dict[str, Any] | None:
+    """The first answer to a claimed key; None if its attempt died (``expired``) unfinished."""
+    if claim.fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was used for a different request "
+            f"({claim.fingerprint.replace(':', ', count ')}); use a new key"
+        )
+    if claim.status == "complete" and claim.answer is not None:
+        return claim.answer
+    if not expired:
+        raise IdempotencyInProgress(IN_PROGRESS_MESSAGE)
+    return None
+
+
+def _made_by(record: MintRecord, request: MintRequest) -> bool:
+    return (record.requester, record.idempotency_key) == (
+        request.requester,
+        request.idempotency_key,
+    )
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 
 from ibi.core.errors import InvalidInput
 from ibi.core.subsystem import Subsystem, check_distinct
+from ibi.defaults import IDEMPOTENCY_TTL_SECONDS
 
 MAX_COUNT = 1000
 
@@ -26,7 +27,7 @@ class Settings:
     subsystems: Mapping[str, Subsystem]
     default_subsystem: str
     max_wait: Decimal = Decimal(5)
-    idempotency_ttl_seconds: int = 7 * 24 * 3600
+    idempotency_ttl_seconds: int = IDEMPOTENCY_TTL_SECONDS
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:

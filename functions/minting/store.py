@@ -6,8 +6,10 @@ Three tables:
   advanced only by a conditional write on the previous value;
 - record: one item per mint request, every date it handed out, who asked and the
   idempotency key (partition ``subsystem``, sort ``first_date``);
-- idempotency: one item per (requester, Idempotency-Key), claimed before minting and
-  completed with the answer, so that a retried request gets the same IBIs.
+- idempotency: one item per (requester, Idempotency-Key), claimed before minting, noted with
+  the first date once the state write won (before the record is written), and completed with
+  the answer, so that a retried request gets the same IBIs. A claim whose lease ran out is
+  taken over only when it was never noted; a noted one is settled from the record.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from functions.shared import dynamo
+from functions.shared.dynamo import AWS_ERRORS, ensure_table, is_conditional_failure
 from ibi.core.dates import format_date
 
 if TYPE_CHECKING:
@@ -26,20 +28,9 @@ if TYPE_CHECKING:
 else:
     DynamoDBClient = Any
 
-THROTTLING_CODES = {
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "LimitExceededException",
-}
 
-
-class StoreError(Exception):
-    """The store could not do what was asked (throttled, unreachable, failed)."""
-
-    def __init__(self, message: str, *, throttled: bool = False) -> None:
-        super().__init__(message)
-        self.throttled = throttled
+class StoreError(dynamo.StoreError):
+    """The minting store could not do what was asked (throttled, unreachable, failed)."""
 
 
 class StateConflict(Exception):
@@ -48,6 +39,17 @@ class StateConflict(Exception):
     def __init__(self, current: Decimal | None) -> None:
         super().__init__("the subsystem's last date changed")
         self.current = current
+
+
+@dataclass(frozen=True, slots=True)
+class StateWrite:
+    """Advance ``subsystem`` from ``previous`` (``None``: never minted) to ``new``."""
+
+    subsystem: str
+    previous: Decimal | None
+    new: Decimal
+    granularity: str
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,20 +80,13 @@ class IdempotencyClaim:
     status: str
     lease_until: Decimal
     answer: dict[str, Any] | None = field(default=None)
+    minted: tuple[str, Decimal] | None = None  # (subsystem, first date) once the state moved
 
 
 class MintStore(Protocol):
     def last_date(self, subsystem: str) -> Decimal | None: ...
 
-    def advance(
-        self,
-        subsystem: str,
-        previous: Decimal | None,
-        new: Decimal,
-        *,
-        granularity: str,
-        count: int,
-    ) -> None: ...
+    def advance(self, write: StateWrite) -> None: ...
 
     def put_record(self, record: MintRecord) -> None: ...
 
@@ -103,6 +98,14 @@ class MintStore(Protocol):
         self, key_id: str, fingerprint: str, *, now: Decimal, lease_until: Decimal, expires_at: int
     ) -> IdempotencyClaim | None: ...
 
+    def note(self, key_id: str, subsystem: str, first_date: Decimal) -> None: ...
+
+    def take_over(
+        self, claim: IdempotencyClaim, *, lease_until: Decimal, expires_at: int
+    ) -> bool: ...
+
+    def find_record(self, subsystem: str, first_date: Decimal) -> MintRecord | None: ...
+
     def complete(self, key_id: str, answer: dict[str, Any]) -> None: ...
 
     def release(self, key_id: str) -> None: ...
@@ -112,11 +115,12 @@ def _n(value: Decimal | int) -> dict[str, str]:
     return {"N": format_date(Decimal(value))}
 
 
-def _store_error(error: Exception, action: str) -> StoreError:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "")
-        return StoreError(f"{action}: {code}", throttled=code in THROTTLING_CODES)
-    return StoreError(f"{action}: {type(error).__name__}")
+def _failure(error: BaseException, action: str) -> Exception:
+    return dynamo.translate(error, action, StoreError)
+
+
+IN_PROGRESS = {":in_progress": {"S": "in_progress"}}
+STATUS = {"#status": "status"}
 
 
 class DynamoMintStore:
@@ -130,93 +134,81 @@ class DynamoMintStore:
         self._record_table = record_table
         self._idempotency_table = idempotency_table
 
+    def _call(
+        self, operation: str, action: str, *, tolerate_condition: bool = False, **request: Any
+    ) -> Any:
+        """``client.<operation>(**request)``; AWS errors become :class:`StoreError`.
+
+        With ``tolerate_condition``, a failed condition returns the ``ClientError`` instead.
+        """
+        try:
+            return getattr(self._client, operation)(**request)
+        except AWS_ERRORS as error:
+            if tolerate_condition and is_conditional_failure(error):
+                return error
+            raise _failure(error, action) from error
+
     # -- state ---------------------------------------------------------------------------------
 
+    def _get(self, action: str, table: str, key: dict[str, Any], **read: Any) -> Any:
+        """The item at ``key`` in ``table`` (a consistent read), or None."""
+        answer = self._call(
+            "get_item", action, TableName=table, Key=key, ConsistentRead=True, **read
+        )
+        return answer.get("Item")
+
     def last_date(self, subsystem: str) -> Decimal | None:
-        try:
-            answer = self._client.get_item(
-                TableName=self._state_table,
-                Key={"subsystem": {"S": subsystem}},
-                ConsistentRead=True,
-                ProjectionExpression="#last",
-                ExpressionAttributeNames={"#last": "last_date"},
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _store_error(error, "reading the subsystem state") from error
-        item = answer.get("Item")
+        item = self._get(
+            "reading the subsystem state",
+            self._state_table,
+            {"subsystem": {"S": subsystem}},
+            ProjectionExpression="#last",
+            ExpressionAttributeNames={"#last": "last_date"},
+        )
         return Decimal(item["last_date"]["N"]) if item else None
 
-    def advance(
-        self,
-        subsystem: str,
-        previous: Decimal | None,
-        new: Decimal,
-        *,
-        granularity: str,
-        count: int,
-    ) -> None:
+    def advance(self, write: StateWrite) -> None:
         names = {"#last": "last_date"}
         values: dict[str, Any] = {
-            ":new": _n(new),
-            ":granularity": {"S": granularity},
-            ":count": _n(count),
+            ":new": _n(write.new),
+            ":granularity": {"S": write.granularity},
+            ":count": _n(write.count),
         }
-        if previous is None:
+        if write.previous is None:
             condition = "attribute_not_exists(#subsystem)"
             names["#subsystem"] = "subsystem"
         else:
             condition = "#last = :previous"
-            values[":previous"] = _n(previous)
-        try:
-            self._client.update_item(
-                TableName=self._state_table,
-                Key={"subsystem": {"S": subsystem}},
-                UpdateExpression=(
-                    "SET #last = :new, granularity = :granularity ADD minted_count :count"
-                ),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise _store_error(error, "advancing the subsystem state") from error
-            item: Any = error.response.get("Item")
+            values[":previous"] = _n(write.previous)
+        lost = self._call(
+            "update_item",
+            "advancing the subsystem state",
+            tolerate_condition=True,
+            TableName=self._state_table,
+            Key={"subsystem": {"S": write.subsystem}},
+            UpdateExpression="SET #last = :new, granularity = :granularity ADD minted_count :count",
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if isinstance(lost, Exception):
+            item: Any = getattr(lost, "response", {}).get("Item")
             if item is not None:  # the winner's state, without a second read
-                raise StateConflict(Decimal(item["last_date"]["N"])) from None
-            raise StateConflict(self.last_date(subsystem)) from None
-        except BotoCoreError as error:
-            raise _store_error(error, "advancing the subsystem state") from error
+                raise StateConflict(Decimal(item["last_date"]["N"]))
+            raise StateConflict(self.last_date(write.subsystem))
 
     # -- the record ----------------------------------------------------------------------------
 
     def put_record(self, record: MintRecord) -> None:
-        item: dict[str, Any] = {
-            "subsystem": {"S": record.subsystem},
-            "first_date": _n(record.first_date),
-            "last_date": _n(record.dates[-1]),
-            "dates": {"S": " ".join(format_date(date) for date in record.dates)},
-            "count": _n(len(record.dates)),
-            "rep_prefix": {"S": record.rep_prefix},
-            "ibip_prefix": {"S": record.ibip_prefix},
-            "requester": {"S": record.requester},
-            "request_id": {"S": record.request_id},
-            "recorded_at": _n(record.recorded_at),
-        }
-        if record.previous_date is not None:
-            item["previous_date"] = _n(record.previous_date)
-        if record.idempotency_key is not None:
-            item["idempotency_key"] = {"S": record.idempotency_key}
-        try:
-            self._client.put_item(
-                TableName=self._record_table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#subsystem)",
-                ExpressionAttributeNames={"#subsystem": "subsystem"},
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _store_error(error, "recording the minted IBIs") from error
+        self._call(
+            "put_item",
+            "recording the minted IBIs",
+            TableName=self._record_table,
+            Item=_item_from_record(record),
+            ConditionExpression="attribute_not_exists(#subsystem)",
+            ExpressionAttributeNames={"#subsystem": "subsystem"},
+        )
 
     def list_records(
         self, subsystem: str, *, after: Decimal | None, limit: int
@@ -233,10 +225,7 @@ class DynamoMintStore:
             query["KeyConditionExpression"] += " AND #first > :after"
             query["ExpressionAttributeNames"]["#first"] = "first_date"
             query["ExpressionAttributeValues"][":after"] = _n(after)
-        try:
-            answer = self._client.query(**query)
-        except (ClientError, BotoCoreError) as error:
-            raise _store_error(error, "listing the record") from error
+        answer = self._call("query", "listing the record", **query)
         records = [_record_from_item(item) for item in answer.get("Items", [])]
         more = answer.get("LastEvaluatedKey")
         return records, (Decimal(more["first_date"]["N"]) if more else None)
@@ -247,32 +236,14 @@ class DynamoMintStore:
         self, key_id: str, fingerprint: str, *, now: Decimal, lease_until: Decimal, expires_at: int
     ) -> IdempotencyClaim | None:
         """Claim ``key_id`` for this request; ``None`` if claimed, else the existing claim."""
-        try:
-            self._client.put_item(
-                TableName=self._idempotency_table,
-                Item={
-                    "key": {"S": key_id},
-                    "fingerprint": {"S": fingerprint},
-                    "status": {"S": "in_progress"},
-                    "lease_until": _n(lease_until),
-                    "expires_at": _n(expires_at),
-                },
-                ConditionExpression=(
-                    "attribute_not_exists(#key) OR (#status = :in_progress AND #lease < :now)"
-                ),
-                ExpressionAttributeNames={
-                    "#key": "key",
-                    "#status": "status",
-                    "#lease": "lease_until",
-                },
-                ExpressionAttributeValues={":in_progress": {"S": "in_progress"}, ":now": _n(now)},
-            )
+        if self._put_claim(
+            IdempotencyClaim(key_id, fingerprint, "in_progress", lease_until),
+            expires_at,
+            condition="attribute_not_exists(#key) OR "
+            "(#status = :in_progress AND #lease < :now AND attribute_not_exists(minted))",
+            values={":now": _n(now)},
+        ):
             return None
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise _store_error(error, "claiming the idempotency key") from error
-        except BotoCoreError as error:
-            raise _store_error(error, "claiming the idempotency key") from error
         existing = self._get_claim(key_id)
         if existing is None:  # released between our write and our read: try once more
             return self.claim(
@@ -280,14 +251,80 @@ class DynamoMintStore:
             )
         return existing
 
+    def take_over(self, claim: IdempotencyClaim, *, lease_until: Decimal, expires_at: int) -> bool:
+        """Claim again a key whose noted attempt recorded nothing; False if another did first."""
+        return self._put_claim(
+            IdempotencyClaim(claim.key_id, claim.fingerprint, "in_progress", lease_until),
+            expires_at,
+            condition="#status = :in_progress AND #lease = :seen",
+            values={":seen": _n(claim.lease_until)},
+        )
+
+    def _put_claim(
+        self, claim: IdempotencyClaim, expires_at: int, *, condition: str, values: dict[str, Any]
+    ) -> bool:
+        lost = self._call(
+            "put_item",
+            "claiming the idempotency key",
+            tolerate_condition=True,
+            TableName=self._idempotency_table,
+            Item={
+                "key": {"S": claim.key_id},
+                "fingerprint": {"S": claim.fingerprint},
+                "status": {"S": claim.status},
+                "lease_until": _n(claim.lease_until),
+                "expires_at": _n(expires_at),
+            },
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#key": "key", "#lease": "lease_until", **STATUS},
+            ExpressionAttributeValues={**values, **IN_PROGRESS},
+        )
+        return not isinstance(lost, Exception)
+
+    def note(self, key_id: str, subsystem: str, first_date: Decimal) -> None:
+        """The state write of the claim's attempt won at ``first_date``: the record is next."""
+        self._update_claim(
+            key_id,
+            "noting the idempotency key's dates",
+            "SET minted = :minted",
+            {":minted": {"S": f"{subsystem} {format_date(first_date)}"}},
+            in_progress=True,
+        )
+
+    def _update_claim(
+        self, key_id: str, action: str, update: str, values: dict[str, Any], *, in_progress: bool
+    ) -> None:
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "#status = :in_progress"} if in_progress else {}
+        )
+        self._call(
+            "update_item",
+            action,
+            TableName=self._idempotency_table,
+            Key={"key": {"S": key_id}},
+            UpdateExpression=update,
+            ExpressionAttributeNames=STATUS,
+            ExpressionAttributeValues={**values, **(IN_PROGRESS if in_progress else {})},
+            **condition,
+        )
+
+    def find_record(self, subsystem: str, first_date: Decimal) -> MintRecord | None:
+        answer = self._call(
+            "query",
+            "reading the record",
+            TableName=self._record_table,
+            KeyConditionExpression="#subsystem = :subsystem AND #first = :first",
+            ExpressionAttributeNames={"#subsystem": "subsystem", "#first": "first_date"},
+            ExpressionAttributeValues={":subsystem": {"S": subsystem}, ":first": _n(first_date)},
+            ConsistentRead=True,
+        )
+        items = answer.get("Items", [])
+        return _record_from_item(items[0]) if items else None
+
     def _get_claim(self, key_id: str) -> IdempotencyClaim | None:
-        try:
-            answer = self._client.get_item(
-                TableName=self._idempotency_table, Key={"key": {"S": key_id}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _store_error(error, "reading the idempotency key") from error
-        item = answer.get("Item")
+        item = self._get(
+            "reading the idempotency key", self._idempotency_table, {"key": {"S": key_id}}
+        )
         if item is None:
             return None
         return IdempotencyClaim(
@@ -296,37 +333,57 @@ class DynamoMintStore:
             status=item["status"]["S"],
             lease_until=Decimal(item["lease_until"]["N"]),
             answer=json.loads(item["answer"]["S"]) if "answer" in item else None,
+            minted=_minted(item["minted"]["S"]) if "minted" in item else None,
         )
 
     def complete(self, key_id: str, answer: dict[str, Any]) -> None:
-        try:
-            self._client.update_item(
-                TableName=self._idempotency_table,
-                Key={"key": {"S": key_id}},
-                UpdateExpression="SET #status = :complete, answer = :answer",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":complete": {"S": "complete"},
-                    ":answer": {"S": json.dumps(answer, separators=(",", ":"))},
-                },
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _store_error(error, "completing the idempotency key") from error
+        self._update_claim(
+            key_id,
+            "completing the idempotency key",
+            "SET #status = :complete, answer = :answer",
+            {
+                ":complete": {"S": "complete"},
+                ":answer": {"S": json.dumps(answer, separators=(",", ":"))},
+            },
+            in_progress=False,
+        )
 
     def release(self, key_id: str) -> None:
-        try:
-            self._client.delete_item(
-                TableName=self._idempotency_table,
-                Key={"key": {"S": key_id}},
-                ConditionExpression="#status = :in_progress",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":in_progress": {"S": "in_progress"}},
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise _store_error(error, "releasing the idempotency key") from error
-        except BotoCoreError as error:
-            raise _store_error(error, "releasing the idempotency key") from error
+        self._call(
+            "delete_item",
+            "releasing the idempotency key",
+            tolerate_condition=True,
+            TableName=self._idempotency_table,
+            Key={"key": {"S": key_id}},
+            ConditionExpression="#status = :in_progress",
+            ExpressionAttributeNames=STATUS,
+            ExpressionAttributeValues=IN_PROGRESS,
+        )
+
+
+def _minted(text: str) -> tuple[str, Decimal]:
+    subsystem, _, first_date = text.rpartition(" ")
+    return subsystem, Decimal(first_date)
+
+
+def _item_from_record(record: MintRecord) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "subsystem": {"S": record.subsystem},
+        "first_date": _n(record.first_date),
+        "last_date": _n(record.dates[-1]),
+        "dates": {"S": " ".join(format_date(date) for date in record.dates)},
+        "count": _n(len(record.dates)),
+        "rep_prefix": {"S": record.rep_prefix},
+        "ibip_prefix": {"S": record.ibip_prefix},
+        "requester": {"S": record.requester},
+        "request_id": {"S": record.request_id},
+        "recorded_at": _n(record.recorded_at),
+    }
+    if record.previous_date is not None:
+        item["previous_date"] = _n(record.previous_date)
+    if record.idempotency_key is not None:
+        item["idempotency_key"] = {"S": record.idempotency_key}
+    return item
 
 
 def _record_from_item(item: dict[str, Any]) -> MintRecord:
@@ -368,11 +425,5 @@ TABLE_SCHEMAS: dict[str, dict[str, Any]] = {
 
 def ensure_tables(client: DynamoDBClient, names: dict[str, str]) -> None:
     """Create the minting tables that do not exist yet (local mode and tests only)."""
-    existing = set(client.list_tables().get("TableNames", []))
     for role, name in names.items():
-        if name in existing:
-            continue
-        client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **TABLE_SCHEMAS[role])
-        client.get_waiter("table_exists").wait(
-            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
-        )
+        ensure_table(client, name, TABLE_SCHEMAS[role])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import ipaddress
 import os
 import socket
@@ -24,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import h11
 
@@ -132,12 +133,57 @@ class Request:
     correlation_id: str | None = None
 
 
+class Result(enum.Enum):
+    """How one Archive's part of a round ended."""
+
+    ANSWERED = "answered"
+    NOT_NEEDED = "not needed"  # another Archive settled the round first
+    FAILED = "failed"  # timeout, unreachable, refused, malformed, unusable address
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """One Archive's part of a round: the result, its pairs if it answered, why not if not."""
+
     key: str
+    result: Result
     pairs: PairList | None
-    problem: str | None
+    problem: str | None  # in words, for logs and /status: None when it answered
     seconds: float
+
+    @classmethod
+    def answered(cls, key: str, pairs: PairList, seconds: float) -> Outcome:
+        return cls(key, Result.ANSWERED, pairs, None, seconds)
+
+    @classmethod
+    def failed(cls, key: str, problem: str, seconds: float) -> Outcome:
+        return cls(key, Result.FAILED, None, problem, seconds)
+
+    @classmethod
+    def not_needed(cls, key: str, seconds: float) -> Outcome:
+        return cls(key, Result.NOT_NEEDED, None, Result.NOT_NEEDED.value, seconds)
+
+    @property
+    def text(self) -> str:
+        """The outcome in words: ``answered``, or the problem."""
+        return self.problem or self.result.value
+
+
+class Transport(Protocol):
+    """What the resolver needs of the network: vet an address, ask one Archive, ask a round."""
+
+    def vet(self, endpoint: Endpoint) -> str: ...
+
+    def send(self, request: Request, *, timeout: float) -> PairList: ...
+
+    def ask_all(
+        self,
+        requests: Mapping[str, Request | None],
+        *,
+        timeout: float,
+        deadline: float,
+        enough: Callable[[PairList], bool] | None = None,
+    ) -> list[Outcome]: ...
 
 
 class _Stale(ConnectionError):
@@ -238,6 +284,10 @@ class ArchiveTransport:
 
     # -- from any thread ---------------------------------------------------------------------
 
+    def vet(self, endpoint: Endpoint) -> str:
+        """The IP to connect to, or :class:`UnsafeAddress` (the address policy's verdict)."""
+        return self.policy.vet(endpoint)
+
     def get(
         self,
         endpoint: Endpoint,
@@ -248,7 +298,10 @@ class ArchiveTransport:
         correlation_id: str | None = None,
     ) -> PairList:
         """``GET <base>/<service IBI>?pairs``; the pair list, or an exception saying why not."""
-        request = Request(endpoint, service_ibi, pairs, correlation_id)
+        return self.send(Request(endpoint, service_ibi, pairs, correlation_id), timeout=timeout)
+
+    def send(self, request: Request, *, timeout: float) -> PairList:
+        """One request, alone: its pair list, or an exception saying why not."""
         return self._run(self._ask(request, timeout), timeout + 1.0)
 
     def ask_all(
@@ -264,7 +317,8 @@ class ArchiveTransport:
         ``None`` stands for an Archive whose address is unusable. The round ends when all have
         answered, when ``deadline`` (a ``time.monotonic()`` value) passes, or, with
         ``enough``, as soon as one answer settles the question: the others are then reported
-        as ``not needed`` (they may still answer, and keep their connection for next time).
+        as :attr:`Result.NOT_NEEDED` (they may still answer, and keep their connection for
+        next time).
         """
         remaining = max(0.0, deadline - time.monotonic())
         return self._run(self._ask_all(requests, timeout, deadline, enough), remaining + 1.0)
@@ -296,7 +350,7 @@ class ArchiveTransport:
     ) -> list[Outcome]:
         started = time.monotonic()
         outcomes = [
-            Outcome(key, None, "unusable address", 0.0) for key, r in requests.items() if r is None
+            Outcome.failed(key, "unusable address", 0.0) for key, r in requests.items() if r is None
         ]
         pending = {
             asyncio.ensure_future(self._ask(request, timeout)): key
@@ -317,17 +371,17 @@ class ArchiveTransport:
                 error = task.exception()
                 if error is None:
                     pairs = task.result()
-                    outcomes.append(Outcome(key, pairs, None, elapsed))
+                    outcomes.append(Outcome.answered(key, pairs, elapsed))
                     settled = settled or (enough is not None and enough(pairs))
                 else:
-                    outcomes.append(Outcome(key, None, describe(error), elapsed))
+                    outcomes.append(Outcome.failed(key, describe(error), elapsed))
             if settled:
                 for key in pending.values():
-                    outcomes.append(Outcome(key, None, "not needed", time.monotonic() - started))
+                    outcomes.append(Outcome.not_needed(key, time.monotonic() - started))
                 self._let_finish(pending)
                 return outcomes
         for key in pending.values():
-            outcomes.append(Outcome(key, None, "timeout", deadline - started))
+            outcomes.append(Outcome.failed(key, "timeout", deadline - started))
         self._let_finish(pending)
         return outcomes
 

@@ -12,6 +12,7 @@ import hashlib
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 _STYLE = """
 :root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--accent:#0b5cad}
@@ -171,40 +172,43 @@ def status_text(archives: Sequence[ArchiveStatus], *, now_iso: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def alert_page(
-    status: int,
-    title: str,
-    message: str,
-    *,
-    details: Sequence[str] = (),
-    persistent_url: str | None = None,
-) -> str:
-    items = "".join(f"<li><code>{_e(d)}</code></li>" for d in details)
-    listed = f"<ul>{items}</ul>" if items else ""
-    url = (
-        f'<p class="muted">Persistent URL: <code>{_e(persistent_url)}</code></p>'
-        if persistent_url
-        else ""
-    )
-    body = (
-        f'<h1>{_e(title)}</h1><p role="alert">{_e(message)}</p>{listed}{url}'
-        f'<p class="muted">HTTP {status} · <a href="/">IBI resolver</a></p>'
-    )
-    return _document(f"{status} {title}", body)
+@dataclass(frozen=True, slots=True)
+class AlertView:
+    """An alert (4xx/5xx) as the resolver shows it: a page, or text for ``text/plain``."""
+
+    status: int
+    title: str
+    message: str
+    details: Sequence[str] = ()
+    persistent_url: str | None = None
+
+    def page(self) -> str:
+        items = "".join(f"<li><code>{_e(d)}</code></li>" for d in self.details)
+        listed = f"<ul>{items}</ul>" if items else ""
+        url = (
+            f'<p class="muted">Persistent URL: <code>{_e(self.persistent_url)}</code></p>'
+            if self.persistent_url
+            else ""
+        )
+        body = (
+            f'<h1>{_e(self.title)}</h1><p role="alert">{_e(self.message)}</p>{listed}{url}'
+            f'<p class="muted">HTTP {self.status} · <a href="/">IBI resolver</a></p>'
+        )
+        return _document(f"{self.status} {self.title}", body)
+
+    def text(self) -> str:
+        lines = [f"{self.status} {self.title}", self.message, *(f"  {d}" for d in self.details)]
+        if self.persistent_url:
+            lines.append(f"Persistent URL: {self.persistent_url}")
+        return "\n".join(lines) + "\n"
 
 
-def alert_text(
-    status: int,
-    title: str,
-    message: str,
-    *,
-    details: Sequence[str] = (),
-    persistent_url: str | None = None,
-) -> str:
-    lines = [f"{status} {title}", message, *(f"  {d}" for d in details)]
-    if persistent_url:
-        lines.append(f"Persistent URL: {persistent_url}")
-    return "\n".join(lines) + "\n"
+def alert_page(status: int, title: str, message: str, **more: Any) -> str:
+    return AlertView(status, title, message, **more).page()
+
+
+def alert_text(status: int, title: str, message: str, **more: Any) -> str:
+    return AlertView(status, title, message, **more).text()
 
 
 def wants_text(accept: str | None) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from functions.shared import dynamo
+from functions.shared.dynamo import AWS_ERRORS, is_conditional_failure, translate
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -20,10 +21,29 @@ else:
     DynamoDBClient = Any
 
 THROTTLE_PREFIX = "#throttle#"
+TABLE_SCHEMA: dict[str, Any] = {
+    "KeySchema": [{"AttributeName": "service", "KeyType": "HASH"}],
+    "AttributeDefinitions": [{"AttributeName": "service", "AttributeType": "S"}],
+}
 
 
 class RegistryError(Exception):
     """The registry is unavailable."""
+
+    def __init__(self, message: str, *, throttled: bool = False) -> None:
+        super().__init__(message)
+        self.throttled = throttled
+
+
+@dataclass(frozen=True, slots=True)
+class Contact:
+    """Where an included Archive is and who runs it (the pairs of an inclusionRequest)."""
+
+    address: str | None = None
+    protocol: str | None = None
+    ip: str | None = None
+    platform_version: str | None = None
+    admin_email: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +62,38 @@ class RegisteredArchive:
     last_answer_at: str | None = None
     last_outcome: str | None = None
 
+    def public(self) -> dict[str, Any]:
+        """What an administrator may list: never the key's hash, nor the contact's details."""
+        return {
+            "archiveserviceibi": self.forms,
+            "included": self.included,
+            "address": self.address,
+            "protocol": self.protocol,
+            "confirmed": self.confirmed,
+            "changed_at": self.changed_at,
+            "last_answer_at": self.last_answer_at,
+            "last_outcome": self.last_outcome,
+        }
 
-def _error(error: Exception, action: str) -> RegistryError:
-    if isinstance(error, ClientError):
-        return RegistryError(f"{action}: {error.response.get('Error', {}).get('Code', '')}")
-    return RegistryError(f"{action}: {type(error).__name__}")
+
+class Registry(Protocol):
+    """The registry of Archives, as the registration service and the fan-out use it."""
+
+    def get(self, service_ibi: str) -> RegisteredArchive | None: ...
+
+    def register(self, service_ibi: str, forms: dict[str, str], key_hash: str) -> None: ...
+
+    def include(self, service_ibi: str, contact: Contact, *, at: str, confirmed: bool) -> None: ...
+
+    def exclude(self, service_ibi: str, *, at: str) -> None: ...
+
+    def note_answer(self, service_ibi: str, *, at: str, outcome: str) -> None: ...
+
+    def archives(self) -> list[RegisteredArchive]: ...
+
+    def blocked_until(self, service_ibi: str) -> int: ...
+
+    def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int: ...
 
 
 def _s(value: str | None) -> dict[str, Any]:
@@ -58,99 +105,80 @@ def _text(item: dict[str, Any], name: str) -> str | None:
     return value["S"] if value and "S" in value else None
 
 
+def _key(service: str) -> dict[str, Any]:
+    return {"service": {"S": service}}
+
+
 class DynamoRegistry:
+    """:class:`Registry` in one DynamoDB table."""
+
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self._client = client
         self._table = table
 
     def get(self, service_ibi: str) -> RegisteredArchive | None:
-        try:
-            answer = self._client.get_item(
-                TableName=self._table, Key={"service": {"S": service_ibi}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "reading the registry") from error
-        item = answer.get("Item")
+        item = self._raw(service_ibi)
         return _archive(item) if item and "key_hash" in item else None
 
     def register(self, service_ibi: str, forms: dict[str, str], key_hash: str) -> None:
         """Register (or re-key) an Archive; its inclusion state is kept."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={"service": {"S": service_ibi}},
-                UpdateExpression="SET key_hash = :hash, forms = :forms, "
-                "included = if_not_exists(included, :no)",
-                ExpressionAttributeValues={
-                    ":hash": {"S": key_hash},
-                    ":forms": {"S": json.dumps(forms)},
-                    ":no": {"BOOL": False},
-                },
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "registering an Archive") from error
+        self._update(
+            "registering an Archive",
+            Key=_key(service_ibi),
+            UpdateExpression="SET key_hash = :hash, forms = :forms, "
+            "included = if_not_exists(included, :no)",
+            ExpressionAttributeValues={
+                ":hash": {"S": key_hash},
+                ":forms": {"S": json.dumps(forms)},
+                ":no": {"BOOL": False},
+            },
+        )
 
-    def set_included(
-        self,
-        service_ibi: str,
-        *,
-        included: bool,
-        at: str,
-        address: str | None = None,
-        protocol: str | None = None,
-        ip: str | None = None,
-        platform_version: str | None = None,
-        admin_email: str | None = None,
-        confirmed: bool = False,
-    ) -> None:
-        names = {"#address": "address", "#protocol": "protocol"}
-        values: dict[str, Any] = {":included": {"BOOL": included}, ":at": {"S": at}}
-        expression = "SET included = :included, changed_at = :at"
-        if included:
-            expression += (
-                ", #address = :address, #protocol = :protocol, ip = :ip, "
-                "platform_version = :version, admin_email = :email, confirmed = :confirmed"
-            )
-            values.update(
-                {
-                    ":address": _s(address),
-                    ":protocol": _s(protocol),
-                    ":ip": _s(ip),
-                    ":version": _s(platform_version),
-                    ":email": _s(admin_email),
-                    ":confirmed": {"BOOL": confirmed},
-                }
-            )
-        else:
-            names = {}
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": {"service": {"S": service_ibi}},
-            "UpdateExpression": expression,
-            "ConditionExpression": "attribute_exists(key_hash)",
-            "ExpressionAttributeValues": values,
-        }
-        if names:
-            request["ExpressionAttributeNames"] = names
-        try:
-            self._client.update_item(**request)
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "switching an Archive") from error
+    def include(self, service_ibi: str, contact: Contact, *, at: str, confirmed: bool) -> None:
+        """Switch a registered Archive on, at ``contact``."""
+        self._update(
+            "switching an Archive",
+            Key=_key(service_ibi),
+            UpdateExpression="SET included = :included, changed_at = :at, "
+            "#address = :address, #protocol = :protocol, ip = :ip, "
+            "platform_version = :version, admin_email = :email, confirmed = :confirmed",
+            ConditionExpression="attribute_exists(key_hash)",
+            ExpressionAttributeNames={"#address": "address", "#protocol": "protocol"},
+            ExpressionAttributeValues={
+                ":included": {"BOOL": True},
+                ":at": {"S": at},
+                ":address": _s(contact.address),
+                ":protocol": _s(contact.protocol),
+                ":ip": _s(contact.ip),
+                ":version": _s(contact.platform_version),
+                ":email": _s(contact.admin_email),
+                ":confirmed": {"BOOL": confirmed},
+            },
+        )
+
+    def exclude(self, service_ibi: str, *, at: str) -> None:
+        """Switch a registered Archive off (where it was is kept, for /status)."""
+        self._update(
+            "switching an Archive",
+            Key=_key(service_ibi),
+            UpdateExpression="SET included = :included, changed_at = :at",
+            ConditionExpression="attribute_exists(key_hash)",
+            ExpressionAttributeValues={":included": {"BOOL": False}, ":at": {"S": at}},
+        )
 
     def note_answer(self, service_ibi: str, *, at: str, outcome: str) -> None:
+        """When the Archive last answered and how (nothing, if it is no longer registered)."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={"service": {"S": service_ibi}},
+                Key=_key(service_ibi),
                 UpdateExpression="SET last_answer_at = :at, last_outcome = :outcome",
                 ConditionExpression="attribute_exists(key_hash)",
                 ExpressionAttributeValues={":at": {"S": at}, ":outcome": {"S": outcome[:200]}},
             )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise _error(error, "noting an answer") from error
-        except BotoCoreError as error:
-            raise _error(error, "noting an answer") from error
+        except AWS_ERRORS as error:
+            if not is_conditional_failure(error):
+                raise translate(error, "noting an answer", RegistryError) from error
 
     def archives(self) -> list[RegisteredArchive]:
         """Every registered Archive (the registry is small: one item per Archive)."""
@@ -167,8 +195,8 @@ class DynamoRegistry:
                 if "LastEvaluatedKey" not in answer:
                     return sorted(found, key=lambda a: a.service_ibi)
                 request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "listing the registry") from error
+        except AWS_ERRORS as error:
+            raise translate(error, "listing the registry", RegistryError) from error
 
     # -- throttling failed attempts ----------------------------------------------------------
 
@@ -178,40 +206,39 @@ class DynamoRegistry:
 
     def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int:
         """Count a failed attempt; block the IBI for ``window`` s after ``limit`` in a window."""
-        key = {"service": {"S": THROTTLE_PREFIX + service_ibi}}
-        try:
-            answer = self._client.update_item(
-                TableName=self._table,
+        key = _key(THROTTLE_PREFIX + service_ibi)
+        answer = self._update(
+            "counting a failure",
+            Key=key,
+            UpdateExpression="ADD failures :one SET expires_at = :expires",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":expires": {"N": str(now + window)}},
+            ReturnValues="ALL_NEW",
+        )
+        failures = int(answer["Attributes"]["failures"]["N"])
+        if failures >= limit:
+            self._update(
+                "counting a failure",
                 Key=key,
-                UpdateExpression="ADD failures :one SET expires_at = :expires",
-                ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":expires": {"N": str(now + window)},
-                },
-                ReturnValues="ALL_NEW",
+                UpdateExpression="SET blocked_until = :until, failures = :zero",
+                ExpressionAttributeValues={":until": {"N": str(now + window)}, ":zero": {"N": "0"}},
             )
-            failures = int(answer["Attributes"]["failures"]["N"])
-            if failures >= limit:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=key,
-                    UpdateExpression="SET blocked_until = :until, failures = :zero",
-                    ExpressionAttributeValues={
-                        ":until": {"N": str(now + window)},
-                        ":zero": {"N": "0"},
-                    },
-                )
-            return failures
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "counting a failure") from error
+        return failures
+
+    # -- the two DynamoDB calls --------------------------------------------------------------
+
+    def _update(self, action: str, **request: Any) -> Any:
+        try:
+            return self._client.update_item(TableName=self._table, **request)
+        except AWS_ERRORS as error:
+            raise translate(error, action, RegistryError) from error
 
     def _raw(self, key: str) -> dict[str, Any] | None:
         try:
             answer = self._client.get_item(
-                TableName=self._table, Key={"service": {"S": key}}, ConsistentRead=True
+                TableName=self._table, Key=_key(key), ConsistentRead=True
             )
-        except (ClientError, BotoCoreError) as error:
-            raise _error(error, "reading the registry") from error
+        except AWS_ERRORS as error:
+            raise translate(error, "reading the registry", RegistryError) from error
         item: dict[str, Any] | None = answer.get("Item")
         return item
 
@@ -234,17 +261,6 @@ def _archive(item: dict[str, Any]) -> RegisteredArchive:
     )
 
 
-TABLE_SCHEMA: dict[str, Any] = {
-    "KeySchema": [{"AttributeName": "service", "KeyType": "HASH"}],
-    "AttributeDefinitions": [{"AttributeName": "service", "AttributeType": "S"}],
-}
-
-
 def ensure_table(client: DynamoDBClient, name: str) -> None:
     """Create the registry table if missing (local mode and tests only)."""
-    if name in client.list_tables().get("TableNames", []):
-        return
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **TABLE_SCHEMA)
-    client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
-    )
+    dynamo.ensure_table(client, name, TABLE_SCHEMA)

@@ -18,6 +18,7 @@ Decisions where seed 001 is silent (besides spec §7):
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -139,6 +140,70 @@ def lookup(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
     return None
 
 
+class _Step(enum.Enum):
+    """What a round leaves to do besides answering."""
+
+    STOP = "stop"  # nothing more to ask: conclude
+    NEXT = "next"  # ask again (another relation, or the IBI a hop leads to)
+
+
+@dataclass
+class _Walk:
+    """Where one resolution stands: what is asked next, what was asked, what was heard."""
+
+    url: PersistentURL
+    base_pairs: list[tuple[str, str]]
+    current: str
+    relation: Relation
+    asked: set[tuple[str, str]] = field(default_factory=set)  # (IBI, relation): never twice
+    anyone_answered: bool = False
+    deleted_seen: bool = False
+    known: bool = False
+
+    @classmethod
+    def start(cls, url: PersistentURL, client_ips: str) -> _Walk:
+        base_pairs: list[tuple[str, str]] = [("clientinformation.ipaddress", client_ips)]
+        if url.file_path:
+            # As in Example 7.11: the file's path inside the item, without the leading "/".
+            base_pairs.append(("parsedibiurl.filepath", url.file_path.lstrip("/")))
+        return cls(url, base_pairs, url.ibi.label, url.relation)
+
+    @property
+    def required_original(self) -> bool:
+        return self.url.required_item_status == "Original"
+
+    def first_time(self) -> bool:
+        """Whether the current (IBI, relation) is new; it counts as asked from now on."""
+        key = (parse_label(self.current).label, str(self.relation))
+        if key in self.asked:
+            return False
+        self.asked.add(key)
+        return True
+
+    def verb_list(self) -> str:
+        verbs = [*self.relation.steps, *([Verb.file_list()] if self.url.wants_file_list else [])]
+        return " ".join(str(verb) for verb in verbs)
+
+    def conclusion(self) -> Alert:
+        """The alert when no round found the URL."""
+        label = self.url.ibi.label
+        if self.deleted_seen:
+            return Alert(410, "Deleted", f"{label} was deleted from its Archive.")
+        if not self.anyone_answered:
+            return Alert(
+                504, "No Archive answered", "No Archive answered in time; try again shortly."
+            )
+        if self.known:
+            wanted = self.relation.modifier_text or "the item"
+            path = f" /{self.url.file_path}" if self.url.file_path else ""
+            return Alert(
+                404,
+                "Not available",
+                f"{label} is known, but no Archive offers what was asked ({wanted}{path}).",
+            )
+        return Alert(404, "Unknown IBI", f"No Archive knows {label}.")
+
+
 class Resolver:
     """One resolution: rounds of urlRequest to every Archive, analysis, chasing (§5.3)."""
 
@@ -148,105 +213,95 @@ class Resolver:
         self.trace = Trace()
 
     def resolve(self, url: PersistentURL, client_ips: str) -> Found | Alert:
-        relation = url.relation
-        base_pairs: list[tuple[str, str]] = [("clientinformation.ipaddress", client_ips)]
-        if url.file_path:
-            # As in Example 7.11: the file's path inside the item, without the leading "/".
-            base_pairs.append(("parsedibiurl.filepath", url.file_path.lstrip("/")))
-        file_list = url.wants_file_list
-        required_original = url.required_item_status == "Original"
-        asked: set[tuple[str, str]] = set()  # (IBI, relation): never asked twice
-        current = url.ibi.label
-        anyone_answered = False
-        deleted_seen = False
-        known = False
+        walk = _Walk.start(url, client_ips)
         for hop in range(MAX_HOPS + 1):
-            key = (parse_label(current).label, str(relation))
-            if key in asked:
+            if not walk.first_time():
                 break
-            asked.add(key)
-            verbs = [*relation.steps, *([Verb.file_list()] if file_list else [])]
-            verb_list = " ".join(str(verb) for verb in verbs)
-            pairs = [*base_pairs, ("parsedibiurl.ibi", current)]
-            if verb_list:
-                pairs.append(("parsedibiurl.verblist", verb_list))
-            self.trace.rounds.append((current, verb_list))
-            answers = self._ask_all(current, pairs, self._enough(relation, required_original))
-            anyone_answered = anyone_answered or any(a.pairs is not None for a in answers)
-            held = [a for a in answers if a.pairs]
-            if not held:
+            step = self._round(walk, hop)
+            if step is _Step.STOP:
                 break
-            asked_for = relation
-            relation = self._negotiate(relation, [a.pairs for a in held if a.pairs])
-            with_url = [a for a in held if a.pairs and _url_pair(a.pairs, relation)]
-            if relation != asked_for and not with_url:
-                # The language chosen (or the item itself) was not in answers filtered for
-                # the bare `+`: ask again for exactly that.
-                continue
-            if required_original:
-                originals = [
-                    a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"
-                ]
-                if len(originals) > 1:
-                    return Alert(
-                        409,
-                        "Two or more Archives claim the original",
-                        f"{len(originals)} Archives answer that they hold the original of "
-                        f"{current}; at most one can. They are under suspicion and an "
-                        "investigation is needed.",
-                        tuple(f"{a.archive} at {a.address}" for a in originals),
-                    )
-                if originals:
-                    return self._found(originals[0], relation, current, hop)
-                with_url = []
-            else:
-                with_url.sort(
-                    key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1
+            if isinstance(step, Found | Alert):
+                return step
+        return walk.conclusion()
+
+    def _round(self, walk: _Walk, hop: int) -> Found | Alert | _Step:
+        """Ask every Archive about the current IBI; read their answers."""
+        held = self._ask(walk)
+        if not held:
+            return _Step.STOP
+        asked_for = walk.relation
+        walk.relation = self._negotiate(walk.relation, [a.pairs for a in held if a.pairs])
+        with_url = [a for a in held if a.pairs and _url_pair(a.pairs, walk.relation)]
+        if walk.relation != asked_for and not with_url:
+            # The language chosen (or the item itself) was not in answers filtered for
+            # the bare `+`: ask again for exactly that.
+            return _Step.NEXT
+        selected = self._select(walk, with_url, hop)
+        if selected is not None:
+            return selected
+        live = [a for a in held if a.pairs and a.pairs.word("state") != "Deleted"]
+        if not live:  # every Archive that knows it holds only its tombstone
+            walk.deleted_seen = True
+            return _Step.STOP
+        walk.known = True
+        return self._chase(walk, live)
+
+    def _ask(self, walk: _Walk) -> list[ArchiveAnswer]:
+        """One round of urlRequest; the answers that hold something."""
+        verb_list = walk.verb_list()
+        pairs = [*walk.base_pairs, ("parsedibiurl.ibi", walk.current)]
+        if verb_list:
+            pairs.append(("parsedibiurl.verblist", verb_list))
+        self.trace.rounds.append((walk.current, verb_list))
+        enough = self._enough(walk.relation, walk.required_original)
+        answers = self._ask_all(walk.current, pairs, enough)
+        walk.anyone_answered = walk.anyone_answered or any(a.pairs is not None for a in answers)
+        return [a for a in answers if a.pairs]
+
+    def _select(self, walk: _Walk, with_url: list[ArchiveAnswer], hop: int) -> Found | Alert | None:
+        """The answer that gives the URL (an Original first), or 409 for two claimed originals."""
+        relation = walk.relation
+        if walk.required_original:
+            originals = [a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"]
+            if len(originals) > 1:
+                return Alert(
+                    409,
+                    "Two or more Archives claim the original",
+                    f"{len(originals)} Archives answer that they hold the original of "
+                    f"{walk.current}; at most one can. They are under suspicion and an "
+                    "investigation is needed.",
+                    tuple(f"{a.archive} at {a.address}" for a in originals),
                 )
-                if with_url:
-                    return self._found(with_url[0], relation, current, hop)
-            live = [a for a in held if a.pairs and a.pairs.word("state") != "Deleted"]
-            if not live:  # every Archive that knows it holds only its tombstone
-                deleted_seen = True
-                break
-            known = True
-            chase = next(
-                (
-                    (target, step)
-                    for a in (live or held)
-                    if a.pairs
-                    and (step := next_hop(relation, a.pairs)) is not None
-                    and (target := _ibi_of(a.pairs, step.pair_name)) is not None
-                    and (parse_label(target).label, str(step.relation)) not in asked
-                ),
-                None,
-            )
-            if chase is None:
-                if required_original and held:
-                    return Alert(
-                        404,
-                        "No Archive holds the original",
-                        f"{current} is known, but no Archive offers its original "
-                        "(ibiurl.requireditemstatus=Original).",
-                    )
-                break
-            current, hop_step = chase
-            relation = hop_step.relation
-        if deleted_seen:
-            return Alert(410, "Deleted", f"{url.ibi.label} was deleted from its Archive.")
-        if not anyone_answered:
-            return Alert(
-                504, "No Archive answered", "No Archive answered in time; try again shortly."
-            )
-        if known:
-            wanted = relation.modifier_text or "the item"
-            return Alert(
-                404,
-                "Not available",
-                f"{url.ibi.label} is known, but no Archive offers what was asked ({wanted}"
-                f"{' /' + url.file_path if url.file_path else ''}).",
-            )
-        return Alert(404, "Unknown IBI", f"No Archive knows {url.ibi.label}.")
+            return self._found(originals[0], relation, walk.current, hop) if originals else None
+        with_url.sort(key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1)
+        return self._found(with_url[0], relation, walk.current, hop) if with_url else None
+
+    @staticmethod
+    def _chase(walk: _Walk, live: list[ArchiveAnswer]) -> Alert | _Step:
+        """Follow the first answer that leads to another (IBI, relation) not yet asked."""
+        chase = next(
+            (
+                (target, step)
+                for a in live
+                if a.pairs
+                and (step := next_hop(walk.relation, a.pairs)) is not None
+                and (target := _ibi_of(a.pairs, step.pair_name)) is not None
+                and (parse_label(target).label, str(step.relation)) not in walk.asked
+            ),
+            None,
+        )
+        if chase is None:
+            if walk.required_original:
+                return Alert(
+                    404,
+                    "No Archive holds the original",
+                    f"{walk.current} is known, but no Archive offers its original "
+                    "(ibiurl.requireditemstatus=Original).",
+                )
+            return _Step.STOP
+        walk.current, hop_step = chase
+        walk.relation = hop_step.relation
+        return _Step.NEXT
 
     @staticmethod
     def _enough(relation: Relation, required_original: bool) -> Callable[[PairList], bool] | None:
@@ -284,22 +339,3 @@ class Resolver:
         url = _url_pair(answer.pairs, relation)
         assert url is not None
         return Found(url=url, answer=answer, relation=relation, ibi=ibi, hops=hop)
-
-
-def acknowledgment_pairs(
-    found: Found, persistent_url: str, client_ips: str
-) -> list[tuple[str, str]]:
-    """The ``acknowledgment`` message's pairs (Table 6.11) for the Archive that gave the URL."""
-    pairs = found.answer.pairs
-    assert pairs is not None
-    ibi_words = pairs.words(found.relation.pair_name("ibi")) or pairs.words("ibi")
-    return [
-        ("servicesubject", "acknowledgment"),
-        ("clientinformation.ipaddress", client_ips),
-        ("contenttype", pairs.word(found.relation.pair_name("contenttype")) or "Data"),
-        ("ibi", " ".join(ibi_words)),
-        ("state", pairs.word(found.relation.pair_name("state")) or ""),
-        ("url", found.url),
-        ("url.persistent", persistent_url),
-        ("urlkey", pairs.word("urlkey") or ""),
-    ]

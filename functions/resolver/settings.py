@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
-
-DEFAULT_SERVICE_IBI = "J8LNKB5R7W/3FUQHC5"  # urlib.net's resolver service
+from ibi.defaults import RESOLVER_SERVICE_IBI
 
 
 class ConfigurationError(RuntimeError):
@@ -35,7 +34,7 @@ class ResolverSettings:
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ResolverSettings:
         env = os.environ if environ is None else environ
         try:
-            service = parse_label(env.get("IBI_RESOLVER_SERVICE_IBI") or DEFAULT_SERVICE_IBI)
+            service = parse_label(env.get("IBI_RESOLVER_SERVICE_IBI") or RESOLVER_SERVICE_IBI)
             allow = tuple(
                 n.strip() for n in env.get("IBI_ALLOW_NETWORKS", "").split(",") if n.strip()
             )

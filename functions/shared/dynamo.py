@@ -69,3 +69,11 @@ def ensure_table(client: DynamoDBClient, name: str, schema: dict[str, Any]) -> N
     client.get_waiter("table_exists").wait(
         TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
     )
+
+
+class StoreError(Exception):
+    """A data store failed (throttled, unreachable, refused); a base for each store's error."""
+
+    def __init__(self, message: str, *, throttled: bool = False) -> None:
+        super().__init__(message)
+        self.throttled = throttled

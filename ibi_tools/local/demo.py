@@ -27,12 +27,27 @@ def _label(item: dict[str, Any]) -> str:
     return forms.get("ibip") or forms["rep"]
 
 
-def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
-    a = ArchiveClient(archive_a, sign=False)
-    b = ArchiveClient(archive_b, sign=False)
+def _deposit(
+    archive: ArchiveClient,
+    fields: dict[str, Any],
+    files: list[tuple[str, bytes, str]],
+    default_file: str | None = None,
+) -> tuple[dict[str, Any], str]:
+    """A new item in ``archive`` with ``files`` uploaded: the item, and its label."""
+    item = archive.create(fields)
+    label = _label(item)
+    archive.upload_files(label, files, default_file=default_file)
+    return item, label
 
-    # A report in English (Dublin Core kept in the item) and its Portuguese translation.
-    report = a.create(
+
+REPORT_FILE = ("report.txt", b"The IBI resolution system (demo).\n", "text/plain")
+
+
+def _seed_report(a: ArchiveClient, b: ArchiveClient) -> str:
+    """A report in English (Dublin Core kept in the item), its Portuguese translation, and a
+    copy of the report in the second Archive."""
+    report, report_id = _deposit(
+        a,
         {
             "language": "en",
             "dc": {
@@ -41,16 +56,12 @@ def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
                 "date": "2014",
                 "type": "Report",
             },
-        }
+        },
+        [REPORT_FILE],
     )
-    report_id = _label(report)
-    a.upload_files(
-        report_id, [("report.txt", b"The IBI resolution system (demo).\n", "text/plain")]
-    )
-    translation = a.create({"language": "pt-BR", "dc": {"title": "Sistema de resolucao"}})
-    translation_id = _label(translation)
-    a.upload_files(
-        translation_id,
+    _, translation_id = _deposit(
+        a,
+        {"language": "pt-BR", "dc": {"title": "Sistema de resolucao"}},
         [("relatorio.txt", b"O sistema de resolucao do IBI (demo).\n", "text/plain")],
     )
     a.call(
@@ -59,27 +70,32 @@ def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
         {"translation": {"language": "pt-BR", "ibi": translation_id}},
         ibi=report_id,
     )
-
-    # The same report copied into the second Archive.
     b.copy({"ibi": report["ibi"], "language": "en", "original_sha256": None})
-    b.upload_files(
-        report_id, [("report.txt", b"The IBI resolution system (demo).\n", "text/plain")]
+    b.upload_files(report_id, [REPORT_FILE])
+    return report_id
+
+
+def _seed_editions(a: ArchiveClient, b: ArchiveClient) -> str:
+    """A document with a next edition held by the other Archive (the resolver chases it)."""
+    _, first_id = _deposit(
+        a,
+        {"dc": {"title": "Draft standard, 1st edition"}},
+        [("edition-1.txt", b"First edition.\n", "text/plain")],
     )
-
-    # A document with a next edition held by the other Archive (the resolver chases it).
-    first = a.create({"dc": {"title": "Draft standard, 1st edition"}})
-    first_id = _label(first)
-    a.upload_files(first_id, [("edition-1.txt", b"First edition.\n", "text/plain")])
-    second = b.create({"dc": {"title": "Draft standard, 2nd edition"}})
-    second_id = _label(second)
-    b.upload_files(second_id, [("edition-2.txt", b"Second edition.\n", "text/plain")])
+    second, _ = _deposit(
+        b,
+        {"dc": {"title": "Draft standard, 2nd edition"}},
+        [("edition-2.txt", b"Second edition.\n", "text/plain")],
+    )
     a.call("POST", "/api/item/links", {"next_edition": second["ibi"]}, ibi=first_id)
+    return first_id
 
-    # An item made of several files.
-    dataset = a.create({"dc": {"title": "A dataset of several files"}})
-    dataset_id = _label(dataset)
-    a.upload_files(
-        dataset_id,
+
+def _seed_dataset(a: ArchiveClient) -> str:
+    """An item made of several files."""
+    _, dataset_id = _deposit(
+        a,
+        {"dc": {"title": "A dataset of several files"}},
         [
             ("README.txt", b"Three files.\n", "text/plain"),
             ("data.csv", b"x,y\n1,2\n", "text/csv"),
@@ -87,20 +103,36 @@ def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
         ],
         default_file="README.txt",
     )
+    return dataset_id
 
-    # An item deleted: its IBI stays known, forever.
-    gone = a.create({"dc": {"title": "Withdrawn"}})
-    gone_id = _label(gone)
-    a.upload_files(gone_id, [("withdrawn.txt", b"Withdrawn.\n", "text/plain")])
+
+def _seed_deleted(a: ArchiveClient) -> str:
+    """An item deleted: its IBI stays known, forever."""
+    _, gone_id = _deposit(
+        a, {"dc": {"title": "Withdrawn"}}, [("withdrawn.txt", b"Withdrawn.\n", "text/plain")]
+    )
     a.call("DELETE", "/api/item", ibi=gone_id)
+    return gone_id
 
-    # Two Archives both claiming the original of one IBI: what the resolver must flag.
-    disputed = a.create({"dc": {"title": "Disputed"}})
-    disputed_id = _label(disputed)
-    a.upload_files(disputed_id, [("disputed.txt", b"Mine.\n", "text/plain")])
+
+def _seed_disputed(a: ArchiveClient, b: ArchiveClient) -> str:
+    """Two Archives both claiming the original of one IBI: what the resolver must flag."""
+    disputed, disputed_id = _deposit(
+        a, {"dc": {"title": "Disputed"}}, [("disputed.txt", b"Mine.\n", "text/plain")]
+    )
     b.create({"ibi": disputed["ibi"], "dc": {"title": "Disputed"}})
     b.upload_files(disputed_id, [("disputed.txt", b"No, mine.\n", "text/plain")])
+    return disputed_id
 
+
+def seed(archive_a: str, archive_b: str, minting: str) -> list[DemoURL]:
+    a = ArchiveClient(archive_a, sign=False)
+    b = ArchiveClient(archive_b, sign=False)
+    report_id = _seed_report(a, b)
+    first_id = _seed_editions(a, b)
+    dataset_id = _seed_dataset(a)
+    gone_id = _seed_deleted(a)
+    disputed_id = _seed_disputed(a, b)
     # An IBI minted but never deposited anywhere.
     unknown = MintingClient(minting, sign=False).mint()["ibis"][0]["ibip"]
 

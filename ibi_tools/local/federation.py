@@ -110,12 +110,8 @@ class LocalFederation:
         return f"http://127.0.0.1:{self.resolver_port}"
 
     def _resolver(self) -> LocalGateway:
-        from functions.resolver.handler import (
-            create_app,
-            load_pepper,
-            make_handler,
-            runtime_from_settings,
-        )
+        from functions.resolver import wiring
+        from functions.resolver.pepper import FilePepper
         from functions.resolver.registry import ensure_table
         from functions.resolver.settings import ResolverSettings
 
@@ -130,11 +126,13 @@ class LocalFederation:
                 "IBI_RESOLVER_NAME": "ibi local resolver",
             }
         )
-        pepper = load_pepper(settings)
+        FilePepper(str(settings.pepper_file)).load()  # made once, before the workers start
 
-        def handler() -> Any:
-            runtime = runtime_from_settings(settings, dynalite.client(), pepper)
-            return make_handler(create_app(lambda: runtime))
+        def handler() -> Any:  # in each worker process: its own client, its own runtime
+            from functions.resolver.handler import lambda_handler
+
+            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+            return lambda_handler
 
         return LocalGateway("resolver", handler, self.resolver_port, workers=self.workers)
 
@@ -169,7 +167,7 @@ class LocalFederation:
         return all(gateway.alive() for gateway in self.gateways)
 
     def _minting(self) -> LocalGateway:
-        from functions.minting.handler import create_app, make_handler, service_from_settings
+        from functions.minting import wiring
         from functions.minting.settings import Settings
         from functions.minting.store import ensure_tables
 
@@ -187,13 +185,15 @@ class LocalFederation:
         )
 
         def handler() -> Any:  # in each worker process: its own client, its own service
-            service = service_from_settings(settings, dynalite.client())
-            return make_handler(create_app(lambda: service))
+            from functions.minting.handler import lambda_handler
+
+            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+            return lambda_handler
 
         return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
 
     def _archive(self, name: str, port: int, mint_endpoint: str) -> LocalGateway:
-        from functions.archive.handler import create_app, make_handler, runtime_from_settings
+        from functions.archive import wiring
         from functions.archive.settings import ArchiveSettings
         from functions.archive.store import ensure_table
 
@@ -211,9 +211,12 @@ class LocalFederation:
             }
         )
 
-        def handler() -> Any:  # in each worker process
-            runtime = runtime_from_settings(settings, dynalite.client(), s3.client())
-            return make_handler(create_app(lambda: runtime))
+        def handler() -> Any:  # in each worker process, before it serves: the bootstrap
+            from functions.archive.handler import lambda_handler
+
+            runtime = wiring.build(settings, dynamodb=dynalite.client(), s3=s3.client())
+            wiring.install(runtime).start(f"http://127.0.0.1:{port}")
+            return lambda_handler
 
         return LocalGateway(name, handler, port, workers=self.workers)
 

@@ -14,12 +14,14 @@ import pytest
 from botocore.config import Config
 from moto import mock_aws
 
+from functions.archive import wiring
 from functions.archive.files import S3FileStore
-from functions.archive.handler import ArchiveRuntime, create_app, make_handler
+from functions.archive.handler import lambda_handler
 from functions.archive.model import Forms
 from functions.archive.service import ArchiveService
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore, ensure_table
+from functions.archive.wiring import Runtime
 from ibi.core.labels import IBI
 from ibi.core.pairlist import parse_pair_list
 from ibi_tools.local.gateway import LocalContext
@@ -39,7 +41,7 @@ def event(name: str, **changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def runtime() -> Iterator[ArchiveRuntime]:
+def runtime() -> Iterator[Runtime]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         s3 = boto3.client("s3", region_name="us-east-1", config=Config(signature_version="s3v4"))
@@ -62,7 +64,7 @@ def runtime() -> Iterator[ArchiveRuntime]:
 
         settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": "archive-items"})
         clock = FakeClock(Decimal(1795473000))
-        yield ArchiveRuntime(
+        yield Runtime(
             service=ArchiveService(store, clock=clock, mint=mint),
             store=store,
             settings=settings,
@@ -72,9 +74,12 @@ def runtime() -> Iterator[ArchiveRuntime]:
 
 
 @pytest.fixture
-def invoke(runtime: ArchiveRuntime) -> Invoke:
-    handler = make_handler(create_app(lambda: runtime))
-    return lambda name, **changes: handler(event(name, **changes), LocalContext("archive", "t"))
+def invoke(runtime: Runtime) -> Iterator[Invoke]:
+    wiring.install(runtime)
+    yield lambda name, **changes: lambda_handler(
+        event(name, **changes), LocalContext("archive", "t")
+    )
+    wiring.uninstall()
 
 
 def body(answer: dict[str, Any]) -> Any:
@@ -86,10 +91,11 @@ def pairs(answer: dict[str, Any]) -> Any:
     return parse_pair_list(answer["body"])
 
 
-def deposit(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def deposit(invoke: Invoke, runtime: Runtime) -> None:
     assert invoke("create_original.json")["statusCode"] == 201
     uploads = body(invoke("upload_files.json"))["uploads"]
     assert uploads[0]["method"] == "PUT" and uploads[0]["headers"]["Content-Length"] == "11"
+    assert isinstance(runtime.files, S3FileStore)
     runtime.files.put(ITEM, "hello.txt", HELLO, "text/plain")  # what the client's PUT does
     assert invoke("commit_files.json")["statusCode"] == 200
 
@@ -109,7 +115,7 @@ def test_the_archive_service_is_an_item_like_any_other(invoke: Invoke) -> None:
     assert item["service"] is True and item["transferable"] is False
 
 
-def test_deposit_then_resolve_then_acknowledge(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_deposit_then_resolve_then_acknowledge(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     answer = pairs(invoke("url_request.json"))
     assert answer.word("url") == (
@@ -141,7 +147,7 @@ def test_deposit_then_resolve_then_acknowledge(invoke: Invoke, runtime: ArchiveR
     assert not_modified["statusCode"] == 304
 
 
-def test_metadata_views(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_metadata_views(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     xml = invoke("metadata_oai_dc.json")
     assert xml["headers"]["Content-Type"].startswith("text/xml")
@@ -153,7 +159,7 @@ def test_metadata_views(invoke: Invoke, runtime: ArchiveRuntime) -> None:
     assert listing["statusCode"] == 200 and "hello.txt" in listing["body"]
 
 
-def test_listing_not_allowed_says_so(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_listing_not_allowed_says_so(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     invoke("update_item.json", body=json.dumps({"listable": False}))
     page = invoke("file_list.json")
@@ -161,8 +167,9 @@ def test_listing_not_allowed_says_so(invoke: Invoke, runtime: ArchiveRuntime) ->
     assert "hello.txt" not in page["body"]
 
 
-def test_a_damaged_file_is_reported_never_served(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_a_damaged_file_is_reported_never_served(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
+    assert isinstance(runtime.files, S3FileStore)
     runtime.files.put(ITEM, "hello.txt", b"hello w0rld", "text/plain")  # bit rot
     assert invoke("file.json")["statusCode"] == 500
     report = body(invoke("verify.json"))
@@ -170,15 +177,16 @@ def test_a_damaged_file_is_reported_never_served(invoke: Invoke, runtime: Archiv
     assert report["items"][0]["problems"][0]["problem"] == "sha256"
 
 
-def test_commit_refuses_a_wrong_upload(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_commit_refuses_a_wrong_upload(invoke: Invoke, runtime: Runtime) -> None:
     assert invoke("create_original.json")["statusCode"] == 201
+    assert isinstance(runtime.files, S3FileStore)
     runtime.files.put(ITEM, "hello.txt", b"something else", "text/plain")
     refused = invoke("commit_files.json")
     assert refused["statusCode"] == 422 and body(refused)["error"]["code"] == "FileMismatch"
     assert body(invoke("get_item.json"))["files"] == []
 
 
-def test_update_advances_the_timestamp_and_links(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_update_advances_the_timestamp_and_links(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     runtime.clock.now += 100  # type: ignore[attr-defined]
     before = body(invoke("get_item.json"))["date"]
@@ -199,7 +207,7 @@ def test_update_advances_the_timestamp_and_links(invoke: Invoke, runtime: Archiv
     assert "url.translation(pt)" not in answer  # held elsewhere: the resolver chases its IBI
 
 
-def test_delete_leaves_a_tombstone(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_delete_leaves_a_tombstone(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     assert body(invoke("delete_item.json"))["state"] == "Deleted"
     answer = pairs(invoke("url_request.json"))
@@ -292,7 +300,7 @@ def test_every_event_is_used() -> None:
 
 
 def test_last_edition_metadata_of_an_item_with_its_own_record(
-    invoke: Invoke, runtime: ArchiveRuntime
+    invoke: Invoke, runtime: Runtime
 ) -> None:
     deposit(invoke, runtime)
     answer = pairs(invoke("url_request_metadata.json"))
@@ -303,7 +311,7 @@ def test_last_edition_metadata_of_an_item_with_its_own_record(
     assert "url" not in answer  # filtered: only what the verb list asks for
 
 
-def test_list_items(invoke: Invoke, runtime: ArchiveRuntime) -> None:
+def test_list_items(invoke: Invoke, runtime: Runtime) -> None:
     deposit(invoke, runtime)
     listed = body(invoke("list_items.json"))
     keys = {item["ibi"].get("ibip") for item in listed["items"]}
@@ -322,7 +330,7 @@ def test_a_retried_deposit_gets_the_same_item(invoke: Invoke) -> None:
 
 
 def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
-    invoke: Invoke, runtime: ArchiveRuntime
+    invoke: Invoke, runtime: Runtime
 ) -> None:
     from ibi_tools.local.stores import free_port
 
@@ -338,7 +346,7 @@ def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
 
 
 def test_logs_carry_the_resolvers_correlation_id_and_the_ibi(
-    invoke: Invoke, runtime: ArchiveRuntime
+    invoke: Invoke, runtime: Runtime
 ) -> None:
     import io
     import logging
@@ -362,7 +370,7 @@ def test_logs_carry_the_resolvers_correlation_id_and_the_ibi(
     assert record["ibi"] == ITEM and record["held"] is True
 
 
-def _dynamodb_calls(runtime: ArchiveRuntime) -> list[str]:
+def _dynamodb_calls(runtime: Runtime) -> list[str]:
     """The DynamoDB operations the store's client makes from now on, in order."""
     calls: list[str] = []
     client = runtime.store._client  # type: ignore[attr-defined]
@@ -373,7 +381,7 @@ def _dynamodb_calls(runtime: ArchiveRuntime) -> list[str]:
 
 
 def test_a_url_request_costs_one_read_and_one_write_at_most(
-    invoke: Invoke, runtime: ArchiveRuntime
+    invoke: Invoke, runtime: Runtime
 ) -> None:
     """The profile and the item in one round trip; a urlkey written only with a URL."""
     deposit(invoke, runtime)
@@ -385,7 +393,7 @@ def test_a_url_request_costs_one_read_and_one_write_at_most(
     assert calls == ["BatchGetItem"]  # most Archives of a round: one read, nothing written
 
 
-def test_the_profile_and_the_item_survive_keys_left_unprocessed(runtime: ArchiveRuntime) -> None:
+def test_the_profile_and_the_item_survive_keys_left_unprocessed(runtime: Runtime) -> None:
     """DynamoDB may leave keys of a batch unprocessed (throttling): they are read one by one."""
     store = runtime.store
     assert isinstance(store, DynamoItemStore)

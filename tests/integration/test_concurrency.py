@@ -15,7 +15,7 @@ import urllib.request
 from decimal import Decimal
 from typing import Any
 
-from functions.minting.handler import create_app, make_handler, service_from_settings
+from functions.minting import wiring
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore
 from ibi_tools.local.gateway import LocalGateway
@@ -29,9 +29,11 @@ def test_concurrent_mints_never_collide(dynalite_endpoint: Any) -> None:
     dynalite, client = dynalite_endpoint
     settings = Settings.from_environment(minting_environment())
 
-    def handler() -> Any:
-        service = service_from_settings(settings, dynalite.client())
-        return make_handler(create_app(lambda: service))
+    def handler() -> Any:  # in each worker process, as in an execution environment
+        from functions.minting.handler import lambda_handler
+
+        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        return lambda_handler
 
     gateway = LocalGateway("minting", handler, 0, workers=THREADS).start()
     minted: list[list[dict[str, str]]] = [[] for _ in range(THREADS)]

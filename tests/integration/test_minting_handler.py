@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from functions.minting.handler import create_app, make_handler, service_from_settings
+from functions.minting import wiring
+from functions.minting.handler import lambda_handler
 from functions.minting.settings import ConfigurationError, Settings
+from functions.minting.store import StoreError
 from ibi.core.labels import parse_label
 from ibi_tools.local.gateway import LocalContext
 from tests.conftest import minting_environment
@@ -26,12 +28,22 @@ def event(name: str, **changes: Any) -> dict[str, Any]:
     return loaded
 
 
+@pytest.fixture(autouse=True)
+def fresh_runtime() -> Iterator[None]:
+    yield
+    wiring.uninstall()
+
+
 @pytest.fixture
 def invoke(dynamodb: Any) -> Invoke:
     settings = Settings.from_environment(minting_environment())
-    service = service_from_settings(settings, dynamodb)
-    handler = make_handler(create_app(lambda: service))
-    return lambda e: handler(e, LocalContext("minting", "test-request"))
+    wiring.install(wiring.build(settings, dynamodb=dynamodb))
+    return lambda e: lambda_handler(e, context("minting", "test-request"))
+
+
+def context(function: str, request_id: str) -> Any:
+    """A Lambda context, as local mode makes one."""
+    return LocalContext(function, request_id)
 
 
 def body(answer: dict[str, Any]) -> Any:
@@ -95,17 +107,17 @@ def test_state_survives_a_new_execution_environment(dynamodb: Any) -> None:
     dates = []
     for _ in range(3):
         settings = Settings.from_environment(minting_environment())
-        handler = make_handler(create_app(lambda s=settings: service_from_settings(s, dynamodb)))
-        answer = handler(event("mint_batch.json", body='{"count": 5}'), LocalContext("m", "r"))
+        wiring.install(wiring.build(settings, dynamodb=dynamodb))  # a new environment
+        answer = lambda_handler(event("mint_batch.json", body='{"count": 5}'), context("m", "r"))
         dates += [Decimal(i["date"]) for i in json.loads(answer["body"])["ibis"]]
     assert dates == sorted(set(dates)) and len(dates) == 15
 
 
 def test_too_early_is_429_with_retry_after(dynamodb: Any) -> None:
     settings = Settings.from_environment(minting_environment(max_wait="1"))
-    handler = make_handler(create_app(lambda: service_from_settings(settings, dynamodb)))
-    answer = handler(
-        event("mint.json", body='{"subsystem": "classic", "count": 30}'), LocalContext("m", "r")
+    wiring.install(wiring.build(settings, dynamodb=dynamodb))
+    answer = lambda_handler(
+        event("mint.json", body='{"subsystem": "classic", "count": 30}'), context("m", "r")
     )
     assert answer["statusCode"] == 429
     assert int(answer["headers"]["Retry-After"]) >= 1
@@ -167,3 +179,24 @@ def test_listing_validates_its_query(invoke: Invoke, query: dict[str, str], stat
 def test_bad_configuration_is_refused_at_cold_start(changes: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_environment({**minting_environment(), **changes})
+
+
+def test_an_answer_lost_after_the_record_is_replayed_not_minted_again(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lambda failed after the state write and the record: a retry gets those IBIs."""
+    service = wiring.runtime().service
+
+    def died(*_: Any) -> None:
+        raise StoreError("the execution environment died", throttled=False)
+
+    monkeypatch.setattr(service.store, "complete", died)
+    assert invoke(event("mint_idempotent.json"))["statusCode"] == 503
+    monkeypatch.undo()
+    assert invoke(event("mint_idempotent.json"))["statusCode"] == 409  # its lease still runs
+    later = Decimal(120) + service._clock()
+    monkeypatch.setattr(service, "_clock", lambda: later)
+    again = invoke(event("mint_idempotent.json"))
+    assert again["statusCode"] == 200 and again["headers"].get("Idempotent-Replayed") == "true"
+    [record] = body(invoke(event("list_mints.json")))["records"]
+    assert body(again)["ibis"] == record["ibis"]

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
+from functions.resolver import handler, wiring
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
 from ibi_tools.local.gateway import LocalContext
@@ -32,9 +32,11 @@ def invoke(tmp_path: Path) -> Iterator[Callable[[str], dict[str, Any]]]:
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(tmp_path / "pepper")}
         )
-        runtime = runtime_from_settings(settings, client, load_pepper(settings))
-        handler = make_handler(create_app(lambda: runtime))
-        yield lambda name: handler(event(name), LocalContext("resolver", "t"))
+        wiring.install(wiring.build(settings, dynamodb=client))
+        try:
+            yield lambda name: handler.lambda_handler(event(name), LocalContext("resolver", "t"))
+        finally:
+            wiring.install(None)
 
 
 EXPECTED = {
@@ -80,16 +82,16 @@ def test_registration_keys_never_reach_a_log(invoke: Callable[[str], dict[str, A
     from functions.resolver.handler import logger
 
     buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
-    handler.setFormatter(logger.registered_formatter)
-    logger.addHandler(handler)
+    stream = logging.StreamHandler(buffer)
+    stream.setFormatter(logger.registered_formatter)
+    logger.addHandler(stream)
     logger.setLevel("DEBUG")
     try:
         for name in ("register_archive.json", "inclusion_request.json", "exclusion_request.json"):
             invoke(name)
     finally:
         logger.setLevel("WARNING")
-        logger.removeHandler(handler)
+        logger.removeHandler(stream)
     logged = buffer.getvalue()
     assert '"switch"' in logged and "archive registered" in logged  # they were logged…
     assert "0987654321" not in logged  # …never with the key

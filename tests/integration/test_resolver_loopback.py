@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
+from functions.resolver import wiring
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
 from ibi.client import ApiError, ResolverClient
@@ -66,11 +66,12 @@ def resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
             "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
         }
     )
-    pepper = load_pepper(settings)
 
-    def handler() -> Any:
-        runtime = runtime_from_settings(settings, dynalite.client(), pepper)
-        return make_handler(create_app(lambda: runtime))
+    def handler() -> Any:  # in each worker process
+        from functions.resolver.handler import lambda_handler
+
+        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        return lambda_handler
 
     gateway = LocalGateway("resolver", handler, free_port(), workers=3).start()
     yield gateway.url
@@ -305,9 +306,7 @@ def test_an_archive_configured_to_join_switches_itself_on(
     resolver: str, dynalite_endpoint: Any
 ) -> None:
     """IBI_JOIN_RESOLVER_URL + a registration key: the Archive includes itself when it starts."""
-    from functions.archive.handler import create_app as archive_app
-    from functions.archive.handler import make_handler as archive_handler
-    from functions.archive.handler import runtime_from_settings as archive_runtime
+    from functions.archive import wiring
     from functions.archive.model import Forms
     from functions.archive.settings import ArchiveSettings
     from functions.archive.store import DynamoItemStore
@@ -329,9 +328,13 @@ def test_an_archive_configured_to_join_switches_itself_on(
     )
 
     def handler() -> Any:
-        runtime = archive_runtime(settings, dynalite.client())
-        runtime.key_source = lambda: KEY  # in AWS: the SSM SecureString named above
-        return archive_handler(archive_app(lambda: runtime))
+        from functions.archive.handler import lambda_handler
+
+        # in AWS: the SSM SecureString named above
+        wiring.install(
+            wiring.build(settings, dynamodb=dynalite.client(), registration_key=lambda: KEY)
+        )
+        return lambda_handler
 
     gateway = LocalGateway("archive", handler, port, workers=2).start()
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from functions.resolver.handler import create_app, load_pepper, make_handler, runtime_from_settings
+from functions.resolver import wiring
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
 from ibi_tools.local.gateway import LocalGateway
@@ -63,11 +63,12 @@ def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 "IBI_RESOLUTION_DEADLINE_SECONDS": "2",
             }
         )
-        pepper = load_pepper(settings)
 
-        def handler() -> Any:
-            runtime = runtime_from_settings(settings, dynalite.client(), pepper)
-            return make_handler(create_app(lambda: runtime))
+        def handler() -> Any:  # in each worker process
+            from functions.resolver.handler import lambda_handler
+
+            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+            return lambda_handler
 
         gateway = LocalGateway("resolver", handler, free_port(), workers=2).start()
         yield gateway.url

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import urllib.error
+import urllib.request
+from email.message import Message
 from typing import Any
 
 import pytest
 
-from ibi.client import ApiError, MintingClient, aws_region_of
+from ibi.client import (
+    Answer,
+    ApiError,
+    ArchiveClient,
+    MintingClient,
+    Raw,
+    RetryPolicy,
+    aws_region_of,
+    http_send,
+    send_switch,
+)
 
 
 def test_region_of_api_gateway_endpoints() -> None:
@@ -44,66 +55,102 @@ def test_sign_needs_a_region_outside_aws() -> None:
         MintingClient("https://ids.example.org", sign=True)
 
 
-class Scripted(BaseHTTPRequestHandler):
-    """Answers from a script; records what it was sent."""
+class Scripted:
+    """A transport answering from a script; records what it was sent (no socket)."""
 
-    script: list[tuple[int, dict[str, str], Any]] = []
-    seen: list[dict[str, Any]] = []
+    def __init__(self, *script: tuple[int, dict[str, str], Any]) -> None:
+        self.script = list(script)
+        self.seen: list[dict[str, Any]] = []
 
-    def do_POST(self) -> None:
-        length = int(self.headers["content-length"])
-        type(self).seen.append(
+    def __call__(self, method: str, url: str, **request: Any) -> Raw:
+        self.seen.append(
             {
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": json.loads(self.rfile.read(length)),
+                "method": method,
+                "url": url,
+                "headers": {k.lower(): v for k, v in request["headers"].items()},
+                "body": json.loads(request["data"]),
             }
         )
-        status, headers, body = type(self).script.pop(0)
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        status, headers, body = self.script.pop(0)
+        return Raw(status, headers, json.dumps(body).encode())
 
 
-@pytest.fixture
-def server() -> Iterator[str]:
-    Scripted.script, Scripted.seen = [], []
-    httpd = HTTPServer(("127.0.0.1", 0), Scripted)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_retries_keep_the_idempotency_key_and_honour_retry_after(server: str) -> None:
+def test_retries_keep_the_idempotency_key_and_honour_retry_after() -> None:
     busy = {"error": {"code": "Contention", "message": "busy"}}
     ok = {"subsystem": "default", "ibis": [{"rep": "r", "ibip": "i", "date": "1", "iso": "x"}]}
-    Scripted.script = [(503, {"Retry-After": "2"}, busy), (429, {}, busy), (200, {}, ok)]
+    server = Scripted((503, {"Retry-After": "2"}, busy), (429, {}, busy), (200, {}, ok))
     slept: list[float] = []
-    client = MintingClient(server, sleep=slept.append)
+    client = MintingClient("http://127.0.0.1:8800", sleep=slept.append, transport=server)
     assert client.mint(count=2, idempotency_key="k-1") == ok
     assert slept[0] == 2.0 and len(slept) == 2
-    assert {s["headers"]["idempotency-key"] for s in Scripted.seen} == {"k-1"}
-    assert all(s["body"] == {"count": 2} for s in Scripted.seen)
+    assert {s["headers"]["idempotency-key"] for s in server.seen} == {"k-1"}
+    assert all(s["body"] == {"count": 2} for s in server.seen)
+    assert {(s["method"], s["url"]) for s in server.seen} == {
+        ("POST", "http://127.0.0.1:8800/mint")
+    }
 
 
-def test_errors_carry_the_servers_message(server: str) -> None:
-    Scripted.script = [(404, {}, {"error": {"code": "UnknownSubsystem", "message": "no 'x'"}})]
+def test_errors_carry_the_servers_message() -> None:
+    server = Scripted((404, {}, {"error": {"code": "UnknownSubsystem", "message": "no 'x'"}}))
     with pytest.raises(ApiError) as caught:
-        MintingClient(server, retries=0).mint(subsystem="x")
+        MintingClient("http://127.0.0.1:8800", retries=0, transport=server).mint(subsystem="x")
     assert caught.value.status == 404 and caught.value.code == "UnknownSubsystem"
     assert "no 'x'" in str(caught.value)
 
 
-def test_unreachable_endpoint_is_a_clear_error() -> None:
-    from ibi_tools.local.stores import free_port
+@pytest.mark.parametrize(
+    ("statuses", "slept"),
+    [
+        ([503, 503, 503, 200], [0.2, 0.4, 0.8]),  # exponential backoff without Retry-After
+        ([409, 200], [0.2]),  # minting: a request still in progress is retried
+        ([503] * 9, [0.2, 0.4, 0.8, 1.6, 3.2]),  # 5 retries, then the last answer
+    ],
+)
+def test_the_retry_policy(statuses: list[int], slept: list[float]) -> None:
+    server = Scripted(*[(status, {}, {}) for status in statuses])
+    waits: list[float] = []
+    client = MintingClient("http://127.0.0.1:8800", sleep=waits.append, transport=server)
+    assert client.request("POST", "/mint", {}).status == statuses[len(slept)]
+    assert waits == pytest.approx(slept)
 
-    with pytest.raises(ApiError, match="cannot reach"):
-        MintingClient(f"http://127.0.0.1:{free_port()}", retries=0, timeout=2).mint()
+
+def test_409_is_retried_only_by_the_minting_client() -> None:
+    server = Scripted((409, {}, {"error": {"code": "Conflict", "message": "exists"}}))
+    with pytest.raises(ApiError, match="exists"):
+        ArchiveClient("http://127.0.0.1:8800", transport=server, sleep=_no_sleep).create({})
+    assert RetryPolicy(frozenset({503})).delay(1, Answer(503, {"retry-after": "99"}, None)) == 30
+
+
+def _no_sleep(_: float) -> None:
+    raise AssertionError("not retried")
+
+
+def test_unreachable_endpoint_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    with pytest.raises(ApiError, match=r"cannot reach http://127\.0\.0\.1:9/mint: .*refused"):
+        MintingClient("http://127.0.0.1:9", retries=0, timeout=2).mint()
+
+
+def test_http_send_gives_error_answers_as_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_found(request: urllib.request.Request, timeout: float) -> Any:
+        assert request.get_method() == "GET" and timeout == 3
+        body = io.BytesIO(b"400 unknown key")
+        raise urllib.error.HTTPError(request.full_url, 400, "Bad", Message(), body)
+
+    monkeypatch.setattr(urllib.request, "urlopen", not_found)
+    raw = http_send("GET", "http://127.0.0.1:9/x", timeout=3)
+    assert (raw.status, raw.content, raw.reason) == (400, b"400 unknown key", "Bad Request")
+    with pytest.raises(ApiError, match=r"^400 : 400 unknown key$") as caught:
+        send_switch(
+            "http://127.0.0.1:9",
+            address="a",
+            service_ibi="s",
+            base_url="http://127.0.0.1:1",
+            registration_key="k",
+            on=True,
+            timeout=3,
+        )
+    assert caught.value.status == 400

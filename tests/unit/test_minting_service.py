@@ -17,6 +17,7 @@ from functions.minting.service import (
     TooEarly,
     UnknownSubsystem,
 )
+from functions.minting.store import MintRecord, StoreError
 from ibi.core.labels import parse_label
 from tests.fakes import FakeClock, MemoryMintStore
 
@@ -158,6 +159,63 @@ def test_a_failed_mint_releases_its_key(service: MintingService, store: MemoryMi
     assert not store.claims
     store.fail_on.clear()
     assert len(service.mint(request(idempotency_key="k")).answer["ibis"]) == 1
+
+
+def test_a_key_never_mints_twice_when_the_answer_was_lost(
+    service: MintingService, store: MemoryMintStore, clock: FakeClock
+) -> None:
+    """The Lambda died after the record, before completing the key: a retry gets those IBIs."""
+    store.fail_on.add("complete")
+    with pytest.raises(StoreUnavailable):
+        service.mint(request(count=2, idempotency_key="k"))
+    store.fail_on.clear()
+    [claim] = store.claims.values()
+    assert claim.status == "in_progress" and claim.minted == ("default", store.records[0].dates[0])
+    with pytest.raises(IdempotencyInProgress):  # its lease has not run out: it may still answer
+        service.mint(request(count=2, idempotency_key="k"))
+    clock.now += 66
+    again = service.mint(request(count=2, idempotency_key="k"))
+    assert again.replayed
+    assert [Decimal(ibi["date"]) for ibi in again.answer["ibis"]] == list(store.records[0].dates)
+    assert store.state_writes == 1 and len(store.records) == 1
+    assert service.mint(request(count=2, idempotency_key="k")).answer == again.answer
+
+
+def test_a_key_whose_dates_were_never_recorded_mints_again(
+    service: MintingService, store: MemoryMintStore, clock: FakeClock
+) -> None:
+    """Died between the state write and the record: those dates were never answered (a gap)."""
+    from hashlib import sha256
+
+    key_id = sha256(b"tester\nk").hexdigest()
+    store.claim(key_id, "default:1", now=clock.now, lease_until=clock.now + 65, expires_at=0)
+    store.note(key_id, "default", clock.now)
+    store.state["default"] = clock.now  # the state write won, then the attempt died
+    with pytest.raises(IdempotencyInProgress):
+        service.mint(request(idempotency_key="k"))
+    clock.now += 66
+    result = service.mint(request(idempotency_key="k"))
+    assert not result.replayed and Decimal(result.answer["ibis"][0]["date"]) > clock.now - 66
+    assert [r.idempotency_key for r in store.records] == ["k"]
+    assert store.claims[key_id].status == "complete" and store.claims[key_id].minted is not None
+
+
+def test_a_failed_attempt_with_a_record_keeps_its_key(
+    service: MintingService, store: MemoryMintStore
+) -> None:
+    """The record was written but the attempt failed later: the key keeps those IBIs."""
+    original = store.put_record
+
+    def recorded_then_failed(record: MintRecord) -> None:
+        original(record)
+        raise StoreError("put_item: timed out after the write", throttled=False)
+
+    store.put_record = recorded_then_failed  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailable):
+        service.mint(request(idempotency_key="k"))
+    store.put_record = original  # type: ignore[method-assign]
+    again = service.mint(request(idempotency_key="k"))
+    assert again.replayed and store.state_writes == 1 and len(store.records) == 1
 
 
 def test_store_failures_are_503(service: MintingService, store: MemoryMintStore) -> None:

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 
+from functions.resolver.acknowledgments import acknowledgment_pairs
 from functions.resolver.resolution import (
     Alert,
     ArchiveAnswer,
     Found,
     Resolver,
-    acknowledgment_pairs,
     lookup,
     parse_accept_language,
 )
@@ -313,7 +313,7 @@ def test_an_original_with_the_url_settles_a_round_early_unless_all_must_be_seen(
 
 
 def test_location_hints_by_ibi_and_prefix_bounded() -> None:
-    from functions.resolver.handler import LocationHints
+    from functions.resolver.fanout import LocationHints
 
     hints = LocationHints(capacity=4)
     assert hints.likely("LK47B6W/362SFKH") is None

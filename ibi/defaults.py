@@ -1,4 +1,4 @@
-"""Defaults written once: every function, the CLI and the CDK app read them from here."""
+"""Defaults written once: the functions, the API clients, the CLI and the CDK app read them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,249 @@
+"""Settings → clients → stores → services: everything an Archive's request needs.
+
+``build`` is pure (the clients are passed in); ``install`` puts a runtime in place (local mode
+and tests); ``runtime`` returns the installed one, or builds it once per execution environment
+from the environment. AWS clients are made here, lazily, never at import.
+
+The bootstrap is :meth:`Runtime.start`: it mints the Archive's service IBI the first time (with
+the Archive's own idempotency key, so environments starting together get the same IBI), and
+switches the Archive on at its resolver when so configured. Local mode runs it once before
+serving; in AWS it runs once per execution environment, before the first request's route, and
+a protocol request (the resolver's confirmation call) never starts a join.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from functions.archive.content import ContentService, FileStore, Receivers
+from functions.archive.errors import BadRequest
+from functions.archive.model import Forms
+from functions.archive.protocol import ArchiveIdentity, ProtocolService
+from functions.archive.service import ArchiveService, Minter
+from functions.archive.settings import ArchiveSettings
+from functions.archive.store import DynamoItemStore
+from functions.archive.transfer import Receiver
+from functions.archive.views import ArchiveViews
+from functions.shared.edge import clock as system_clock
+
+logger = Logger(service="archive", child=True)
+
+Joiner = Callable[[str, str, str], None]  # (base URL, address, service IBI) -> switched on
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """The Archive as reached at its base URL: who it is, its pages, its protocol."""
+
+    identity: ArchiveIdentity
+    views: ArchiveViews
+    content: ContentService
+    protocol: ProtocolService
+
+
+@dataclass
+class Runtime:
+    """Everything a request needs, built once per execution environment."""
+
+    service: ArchiveService
+    store: DynamoItemStore
+    settings: ArchiveSettings
+    clock: Callable[[], Decimal]
+    files: FileStore | None = None
+    join: Joiner | None = None
+    receivers: Receivers | None = None
+    _site: Site | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def start(self, base_url: str, *, join: bool = True) -> Site:
+        """The bootstrap, once: the service item (minted the first time), then the join."""
+        with self._lock:
+            if self._site is None:
+                base = self.settings.base_url or base_url
+                service_item = self.service.bootstrap(base)
+                self._site = self._site_at(base, service_item.ibi)
+                if join and self.join is not None:
+                    self.join(base, self._site.identity.address, service_item.ibi.key)
+            return self._site
+
+    @property
+    def site(self) -> Site:
+        if self._site is None:
+            raise RuntimeError("the Archive has not started: call Runtime.start(base_url)")
+        return self._site
+
+    def _site_at(self, base: str, service: Forms) -> Site:
+        identity = ArchiveIdentity(
+            address=base.split("://", 1)[1], service=service, platform=self.settings.platform
+        )
+        views = ArchiveViews(base)
+        content = ContentService(
+            self.service,
+            views=views,
+            files=self.files,
+            serve_inline_bytes=self.settings.serve_inline_bytes,
+            receivers=self.receivers or RECEIVERS,
+        )
+        protocol = ProtocolService(
+            self.store,
+            identity=identity,
+            views=views,
+            clock=self.clock,
+            urlkey_ttl_seconds=self.settings.urlkey_ttl_seconds,
+        )
+        return Site(identity, views, content, protocol)
+
+
+# ---------------------------------------------------------------------------- ports over HTTP
+
+
+def mint_through(endpoint: str, subsystem: str | None) -> Minter:
+    """Mint through the minting API (signed with SigV4 in AWS)."""
+    from ibi.client import MintingClient
+
+    client = MintingClient(endpoint, timeout=20)
+
+    def mint(requested: str | None, idempotency_key: str | None) -> Forms:
+        answer = client.mint(
+            subsystem=requested or subsystem, count=1, idempotency_key=idempotency_key
+        )
+        ibi = answer["ibis"][0]
+        return Forms(rep=ibi["rep"], ibip=ibi["ibip"])
+
+    return mint
+
+
+def switch_on(settings: ArchiveSettings, registration_key: Callable[[], str]) -> Joiner:
+    """Switch this Archive on at its resolver (spec §4), once per execution environment.
+
+    The resolver calls the Archive back, on another execution environment; a failure is
+    logged and does not stop the Archive from serving (an administrator can `ibi archive on`).
+    """
+    resolver = settings.join_resolver_url
+    assert resolver is not None
+
+    def join(base: str, address: str, service_ibi: str) -> None:
+        from ibi.client import ApiError, send_switch
+
+        try:
+            answer = send_switch(
+                resolver,
+                address=address,
+                service_ibi=service_ibi,
+                base_url=base,
+                registration_key=registration_key(),
+                on=True,
+                resolver_service_ibi=settings.resolver_service_ibi,
+                admin_email=settings.admin_email,
+                timeout=10,
+            )
+            logger.info("switched on at the resolver", extra={"answer": " ".join(answer.split())})
+        except (ApiError, OSError) as error:
+            logger.warning(
+                "could not switch on at the resolver", extra={"reason": str(error)[:200]}
+            )
+
+    return join
+
+
+def _connect(to: str) -> Receiver:
+    from ibi.client import ApiError, ArchiveClient
+
+    try:
+        return ArchiveClient(to, timeout=20)
+    except ApiError as error:
+        raise BadRequest(f'"to": {error.message}') from None
+
+
+def _receiver_errors() -> tuple[type[Exception], ...]:
+    from ibi.client import ApiError
+
+    return (ApiError,)
+
+
+RECEIVERS = Receivers(connect=_connect, errors=_receiver_errors)
+
+
+def parameter_reader(ssm: Any, name: str) -> Callable[[], str]:
+    """Read SecureString ``name`` (the registration key) when it is needed."""
+
+    def read() -> str:
+        answer = ssm.get_parameter(Name=name, WithDecryption=True)
+        return str(answer["Parameter"]["Value"]).strip()
+
+    return read
+
+
+# ---------------------------------------------------------------------------- the runtime
+
+
+def build(
+    settings: ArchiveSettings,
+    *,
+    dynamodb: Any,
+    s3: Any = None,
+    registration_key: Callable[[], str] | None = None,
+    mint: Minter | None = None,
+    clock: Callable[[], Decimal] = system_clock,
+) -> Runtime:
+    """The runtime over these clients; ``mint`` defaults to the settings' minting API."""
+    store = DynamoItemStore(dynamodb, settings.table)
+    if mint is None and settings.mint_endpoint:
+        mint = mint_through(settings.mint_endpoint, settings.mint_subsystem)
+    files: FileStore | None = None
+    if s3 is not None and settings.bucket:
+        from functions.archive.files import S3FileStore
+
+        files = S3FileStore(s3, settings.bucket)
+    joining = bool(settings.join_resolver_url) and registration_key is not None
+    return Runtime(
+        service=ArchiveService(store, clock=clock, mint=mint, name=settings.table),
+        store=store,
+        settings=settings,
+        clock=clock,
+        files=files,
+        join=switch_on(settings, registration_key) if joining and registration_key else None,
+        receivers=RECEIVERS,
+    )
+
+
+_installed: list[Runtime] = []
+
+
+def install(runtime: Runtime) -> Runtime:
+    """Put ``runtime`` in place for every request from now on (local mode, tests)."""
+    _installed[:] = [runtime]
+    return runtime
+
+
+@lru_cache(maxsize=1)
+def _from_environment() -> Runtime:
+    from botocore.config import Config
+
+    from ibi.aws import aws_client
+
+    settings = ArchiveSettings.from_environment()
+    # SigV4 presigning signs the length and checksum of uploads (SigV2 would not).
+    s3 = aws_client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
+    parameter = settings.registration_key_parameter
+    key = parameter_reader(aws_client("ssm"), parameter) if parameter else None
+    return build(settings, dynamodb=aws_client("dynamodb"), s3=s3, registration_key=key)
+
+
+def runtime() -> Runtime:
+    """The installed runtime, or the one built from the environment (once)."""
+    return _installed[0] if _installed else _from_environment()
+
+
+def uninstall() -> None:
+    """Forget the installed runtime (tests)."""
+    _installed.clear()

@@ -1,0 +1,171 @@
+"""The fan-out: one urlRequest to every included Archive at once, location hints first.
+
+:meth:`FanOut.for_request` gives the resolution its port (:data:`AskAll`): the Archives of the
+directory are asked through the transport, concurrently, and their outcomes become
+:class:`ArchiveAnswer` values. A location hint (where this IBI, or its prefix, was found
+lately) lets the likely Archive be asked alone first, when one answer may settle the round.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from functions.resolver.directory import ArchiveDirectory
+from functions.resolver.network import Endpoint, Outcome, Request, Result, Transport
+from functions.resolver.registry import RegisteredArchive
+from functions.resolver.resolution import ArchiveAnswer, AskAll
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
+from ibi.core.pairlist import PairList
+
+logger = Logger(service="resolver", child=True)
+metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
+
+Enough = Callable[[PairList], bool] | None
+DEADLINE_SHARE = 0.8  # of the resolution's deadline, for one round
+
+
+class LocationHints:
+    """Where IBIs were found lately: by IBI, and by prefix (the subsystem that minted them).
+
+    Kept in memory, per execution environment, bounded (least recently used out). A hint only
+    reorders the asking: the hinted Archive is asked first, alone, and everyone else if it
+    does not settle the round. It never replaces the full fan-out when every claim matters.
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._where: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _keys(ibi: str) -> tuple[str, str]:
+        label = parse_label(ibi)
+        return label.label, "prefix:" + label.prefix
+
+    def learn(self, ibi: str, archive: str) -> None:
+        with self._lock:
+            for key in self._keys(ibi):
+                self._where[key] = archive
+                self._where.move_to_end(key)
+            while len(self._where) > self._capacity:
+                self._where.popitem(last=False)
+
+    def likely(self, ibi: str) -> str | None:
+        with self._lock:
+            for key in self._keys(ibi):
+                if key in self._where:
+                    self._where.move_to_end(key)
+                    return self._where[key]
+        return None
+
+
+def _settles(answer: ArchiveAnswer, enough: Enough) -> bool:
+    return answer.pairs is not None and enough is not None and enough(answer.pairs)
+
+
+class FanOut:
+    """Asks the directory's included Archives, all at once, through the transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        directory: ArchiveDirectory,
+        *,
+        timeout: float,
+        deadline: float,
+        hints: LocationHints | None = None,
+    ) -> None:
+        self.transport = transport
+        self.directory = directory
+        self.timeout = timeout  # per Archive
+        self.deadline = deadline  # per resolution
+        self.hints = hints or LocationHints()
+        self.requests_made = 0  # urlRequests sent by this environment (for the benchmarks)
+
+    def for_request(self, correlation_id: str) -> AskAll:
+        """The resolution's port, for one request (its correlation id goes to the Archives)."""
+
+        def ask(ibi: str, pairs: Sequence[tuple[str, str]], enough: Enough) -> list[ArchiveAnswer]:
+            return self.ask(ibi, pairs, enough, correlation_id=correlation_id)
+
+        return ask
+
+    def ask(
+        self,
+        ibi: str,
+        pairs: Sequence[tuple[str, str]],
+        enough: Enough = None,
+        *,
+        correlation_id: str = "",
+    ) -> list[ArchiveAnswer]:
+        """urlRequest ``pairs`` to every included Archive; the hinted one first, alone."""
+        archives = self.directory.included()
+        message = [("servicesubject", "urlRequest"), *pairs]
+        asked: list[ArchiveAnswer] = []
+        # Only when one answer may settle the round (never when every claim must be seen).
+        likely = self.hints.likely(ibi) if enough is not None else None
+        hinted = [a for a in archives if a.service_ibi == likely]
+        if hinted:
+            asked = self._round(hinted, message, correlation_id, ibi, enough)
+            metrics.add_metric(name="HintsTried", unit=MetricUnit.Count, value=1)
+            if any(_settles(answer, enough) for answer in asked):
+                metrics.add_metric(name="HintsHit", unit=MetricUnit.Count, value=1)
+                return asked
+            archives = [a for a in archives if a.service_ibi != likely]
+        answers = asked + self._round(archives, message, correlation_id, ibi, enough)
+        settled = next((answer for answer in answers if _settles(answer, enough)), None)
+        if settled is not None:
+            self.hints.learn(ibi, settled.archive)
+        return answers
+
+    def _round(
+        self,
+        archives: list[RegisteredArchive],
+        message: list[tuple[str, str]],
+        correlation_id: str,
+        ibi: str,
+        enough: Enough,
+    ) -> list[ArchiveAnswer]:
+        started = time.monotonic()
+        requests = {a.service_ibi: _request(a, message, correlation_id) for a in archives}
+        self.requests_made += sum(1 for request in requests.values() if request is not None)
+        outcomes = self.transport.ask_all(
+            requests,
+            timeout=self.timeout,
+            deadline=started + self.deadline * DEADLINE_SHARE,
+            enough=enough,
+        )
+        by_key = {a.service_ibi: a for a in archives}
+        return [
+            self._answer(outcome, by_key[outcome.key], ibi)
+            for outcome in outcomes
+            if outcome.result is not Result.NOT_NEEDED  # settled first; it may still answer
+        ]
+
+    def _answer(self, outcome: Outcome, archive: RegisteredArchive, ibi: str) -> ArchiveAnswer:
+        self.directory.note(outcome.key, outcome.text)
+        if outcome.result is Result.FAILED:
+            logger.info(
+                "archive did not answer",
+                extra={"archive": outcome.key, "problem": outcome.problem, "ibi": ibi},
+            )
+            metrics.add_metric(name="ArchiveFailures", unit=MetricUnit.Count, value=1)
+        return ArchiveAnswer(outcome.key, archive.address or "", outcome.pairs, outcome.problem)
+
+
+def _request(
+    archive: RegisteredArchive, message: list[tuple[str, str]], correlation_id: str
+) -> Request | None:
+    """The urlRequest to ``archive``, or None when its address is unusable."""
+    try:
+        endpoint = Endpoint.parse(archive.address or "", archive.protocol)
+    except InvalidInput:
+        return None
+    return Request(endpoint, archive.service_ibi, message, correlation_id)

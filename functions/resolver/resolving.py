@@ -1,0 +1,95 @@
+"""One persistent URL, end to end: the resolution over the fan-out, the answer, its effects.
+
+The resolution (``resolution.py``) decides; this service runs it for one request, checks the
+URL it found before anyone is sent there, starts the acknowledgment, and logs and counts
+what happened. The route only parses the request and answers what this returns.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.fanout import FanOut
+from functions.resolver.resolution import Alert, Resolver
+from ibi.core.persistent_url import PersistentURL
+
+logger = Logger(service="resolver", child=True)
+metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
+
+MAX_LOCATION = 4096
+BAD_ANSWER = Alert(502, "Bad answer", "The Archive holding this item answered an unusable URL.")
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """One request to resolve."""
+
+    url: PersistentURL
+    persistent_url: str  # absolute, as the client asked for it
+    client_ips: str  # the client's IP then its proxies (Table 6.6)
+    correlation_id: str
+    accept_language: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    alert: Alert
+    persistent_url: str | None  # shown with the alert, when the resolution itself answered
+
+
+def safe_location(url: str) -> bool:
+    """Whether ``url`` may go in a Location header: http(s), short, ASCII, no whitespace."""
+    return (
+        url.startswith(("http://", "https://"))
+        and len(url) <= MAX_LOCATION
+        and not any(c in url for c in "\r\n\t ")
+        and url.isascii()
+    )
+
+
+class ResolvingService:
+    def __init__(self, fanout: FanOut, acknowledgments: Acknowledgments) -> None:
+        self.fanout = fanout
+        self.acknowledgments = acknowledgments
+
+    def resolve(self, lookup: Lookup) -> Redirect | Refusal:
+        resolver = Resolver(
+            self.fanout.for_request(lookup.correlation_id),
+            accept_language=lookup.accept_language,
+        )
+        started = time.monotonic()
+        result = resolver.resolve(lookup.url, lookup.client_ips)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        logger.info(
+            "resolved",
+            extra={
+                "ibi": lookup.url.ibi.label,
+                "rounds": resolver.trace.rounds,
+                "status": result.status,
+                "ms": round(elapsed_ms, 1),
+            },
+        )
+        metrics.add_metric(name="ResolutionMs", unit=MetricUnit.Milliseconds, value=elapsed_ms)
+        if isinstance(result, Alert):
+            metrics.add_metric(name=f"Resolution{result.status}", unit=MetricUnit.Count, value=1)
+            return Refusal(result, lookup.persistent_url)
+        if not safe_location(result.url):
+            logger.warning(
+                "archive answered an unusable URL", extra={"archive": result.answer.archive}
+            )
+            return Refusal(BAD_ANSWER, None)
+        self.acknowledgments.send(
+            result, lookup.persistent_url, lookup.client_ips, lookup.correlation_id
+        )
+        metrics.add_metric(name="Resolution302", unit=MetricUnit.Count, value=1)
+        return Redirect(result.url)

@@ -1,0 +1,98 @@
+"""The resolver's wiring: settings → clients → registry, transport → services → runtime.
+
+``build`` is pure (clients passed in); ``install`` puts a runtime in place (local mode and
+tests); ``runtime`` returns the installed one, or builds it once from the environment with
+AWS clients made then, never at import.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.directory import ArchiveDirectory
+from functions.resolver.fanout import FanOut
+from functions.resolver.network import AddressPolicy, ArchiveTransport
+from functions.resolver.pepper import FilePepper, PepperSource, SecretPepper
+from functions.resolver.registry import DynamoRegistry
+from functions.resolver.resolving import ResolvingService
+from functions.resolver.service import RegistrationService
+from functions.resolver.settings import ConfigurationError, ResolverSettings
+from functions.shared.edge import clock
+
+
+@dataclass
+class Runtime:
+    settings: ResolverSettings
+    registry: DynamoRegistry
+    transport: ArchiveTransport
+    directory: ArchiveDirectory  # the included Archives, cached
+    registration: RegistrationService
+    fanout: FanOut
+    acknowledgments: Acknowledgments
+    resolving: ResolvingService
+
+
+def pepper_source(settings: ResolverSettings, secretsmanager: Any = None) -> PepperSource:
+    """Secrets Manager when the settings name a secret (AWS), else the local file."""
+    if settings.pepper_secret_arn:
+        if secretsmanager is None:
+            raise ConfigurationError("IBI_PEPPER_SECRET_ARN is set: pass a secretsmanager client")
+        return SecretPepper(secretsmanager, settings.pepper_secret_arn)
+    return FilePepper(str(settings.pepper_file))
+
+
+def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = None) -> Runtime:
+    registry = DynamoRegistry(dynamodb, settings.table)
+    transport = ArchiveTransport(
+        AddressPolicy(settings.allow_networks), max_answer_bytes=settings.max_answer_bytes
+    )
+    directory = ArchiveDirectory(registry)
+    registration = RegistrationService(
+        registry=registry,
+        transport=transport,
+        pepper=pepper_source(settings, secretsmanager).load(),
+        clock=clock,
+        confirmation_timeout=settings.archive_timeout,
+        failure_limit=settings.failure_limit,
+        failure_window=settings.failure_window,
+        on_change=directory.forget,
+    )
+    fanout = FanOut(
+        transport, directory, timeout=settings.archive_timeout, deadline=settings.deadline
+    )
+    acknowledgments = Acknowledgments(transport, directory, timeout=settings.archive_timeout)
+    return Runtime(
+        settings=settings,
+        registry=registry,
+        transport=transport,
+        directory=directory,
+        registration=registration,
+        fanout=fanout,
+        acknowledgments=acknowledgments,
+        resolving=ResolvingService(fanout, acknowledgments),
+    )
+
+
+_lock = threading.Lock()
+_installed: list[Runtime] = []  # the one runtime of this process, once built or installed
+
+
+def install(runtime: Runtime | None) -> None:
+    """Serve with ``runtime`` (None: build one from the environment on the next request)."""
+    with _lock:
+        _installed[:] = [runtime] if runtime is not None else []
+
+
+def runtime() -> Runtime:
+    with _lock:
+        if not _installed:
+            from ibi.aws import aws_client
+
+            settings = ResolverSettings.from_environment()
+            secrets = aws_client("secretsmanager") if settings.pepper_secret_arn else None
+            built = build(settings, dynamodb=aws_client("dynamodb"), secretsmanager=secrets)
+            _installed.append(built)
+        return _installed[0]

@@ -1,0 +1,293 @@
+"""What every ibi service is built on: its tables, log group, role, Lambda and HTTP API.
+
+:class:`LambdaService` is the construct the minting service, the Archive and the resolver
+extend. The resources it makes keep the ids they always had under the service's own construct
+(``Minting/StateTable``, ``Archive/FunctionRole``, ``Resolver/Api``…), so their logical ids,
+and a live deployment's tables, are the same as when each service wrote them itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+
+import jsii
+from aws_cdk import Acknowledgment, CfnElement, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
+from constructs import Construct
+
+from infra.bundling import ARCHITECTURE, RUNTIME, function_code
+
+# HTTP API access log: one JSON object per request, with the IAM caller who made it.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "requestTime": "$context.requestTime",
+        "routeKey": "$context.routeKey",
+        "status": "$context.status",
+        "protocol": "$context.protocol",
+        "responseLength": "$context.responseLength",
+        "sourceIp": "$context.identity.sourceIp",
+        "caller": "$context.identity.caller",
+        "userArn": "$context.identity.userArn",
+        "responseLatency": "$context.responseLatency",
+        "integrationLatency": "$context.integrationLatency",
+        "integrationStatus": "$context.integrationStatus",
+        "integrationError": "$context.integrationErrorMessage",
+        "authorizerError": "$context.authorizer.error",
+    },
+    separators=(",", ":"),
+)
+
+Route = tuple[apigwv2.HttpMethod, str]
+Grant = tuple[Sequence[str], Sequence[str]]  # IAM actions, and the resource ARNs they act on
+
+
+def string_key(name: str) -> dynamodb.Attribute:
+    """A table key attribute of type string (every partition key here is one)."""
+    return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
+
+
+def acknowledge_function(role: iam.IRole, function: lambda_.IFunction) -> None:
+    """The two cdk-nag findings every ibi Lambda accepts, with the reasons they are safe."""
+    Validations.of(role).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-IAM5[Resource::*]",
+            reason=(
+                "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
+                "which support no resource-level permissions: AWS documents Resource '*' "
+                "for them. Every other statement names its table, bucket, secret or log group."
+            ),
+        )
+    )
+    Validations.of(function).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-L1",
+            reason=(
+                "Python 3.13 is the runtime this project targets on purpose: the wheels in "
+                "infra/bundling.py are built for cp313 and the code is tested on it. A newer "
+                "runtime is adopted by changing both together, not by drift."
+            ),
+        )
+    )
+
+
+def logged_stage(
+    scope: Construct, api: apigwv2.HttpApi, retention: logs.RetentionDays
+) -> tuple[apigwv2.HttpStage, logs.LogGroup]:
+    """The ``$default`` stage of ``api``, writing a JSON access log to a log group of its own."""
+    access_logs = logs.LogGroup(
+        scope, "ApiAccessLogs", retention=retention, removal_policy=RemovalPolicy.RETAIN
+    )
+    stage = apigwv2.HttpStage(
+        scope,
+        "DefaultStage",
+        http_api=api,
+        auto_deploy=True,
+        access_log_settings=AccessLogSettings(
+            destination=apigwv2.LogGroupLogDestination(access_logs),
+            format=apigateway.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+        ),
+    )
+    return stage, access_logs
+
+
+def logical_id(construct: Construct) -> str:
+    """The template's name for an L2 construct's resource, as cdk-nag writes it."""
+    stack = Stack.of(construct)
+    child = construct.node.default_child
+    assert isinstance(child, CfnElement)
+    resolved: str = stack.resolve(stack.get_logical_id(child))
+    return resolved
+
+
+class LambdaService(Construct):
+    """A service's DynamoDB tables, its Lambda with its own log group and role, and its API.
+
+    A subclass makes its tables (:meth:`_add_table`), then its function (:meth:`_add_function`,
+    which grants each table the actions named with it and the log group's writes), then its
+    API (:meth:`_add_api`) and routes (:meth:`_add_routes`), and ends with
+    :meth:`_acknowledge_findings`.
+    """
+
+    log_group: logs.LogGroup
+    role: iam.Role
+    function: lambda_.Function
+    api: apigwv2.HttpApi
+    stage: apigwv2.HttpStage
+    access_logs: logs.LogGroup
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self._table_actions: list[tuple[dynamodb.Table, Sequence[str]]] = []
+
+    def _add_table(
+        self,
+        construct_id: str,
+        *,
+        partition_key: str,
+        actions: Sequence[str],
+        sort_key: dynamodb.Attribute | None = None,
+        time_to_live_attribute: str | None = None,
+    ) -> dynamodb.Table:
+        """An on-demand, encrypted table with point-in-time recovery, which the function may
+        use with ``actions`` (and nothing else)."""
+        table = dynamodb.Table(
+            self,
+            construct_id,
+            partition_key=string_key(partition_key),
+            sort_key=sort_key,
+            time_to_live_attribute=time_to_live_attribute,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            # The tables are the service's record: deleting the stack must not delete them.
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self._table_actions.append((table, actions))
+        return table
+
+    def _add_function(
+        self,
+        *,
+        service: str,
+        handler: str,
+        description: str,
+        role_description: str,
+        memory_size: int,
+        timeout: Duration,
+        environment: Mapping[str, str],
+        log_retention: logs.RetentionDays,
+        log_level: str,
+        code: lambda_.Code | None,
+        requirements_of: str | None = None,
+        grants: Sequence[Grant] = (),
+    ) -> lambda_.Function:
+        """The Lambda of ``functions/<service>/`` (its asset bundled by infra/bundling.py
+        unless ``code`` is given), with a log group and a role of its own.
+
+        The role may use each table with the actions named with it, then each of ``grants``
+        (actions on resource ARNs), then write to the log group: nothing else.
+        """
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.role = iam.Role(
+            self,
+            "FunctionRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=role_description,
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=handler,
+            code=code or function_code(service, requirements_of=requirements_of),
+            role=self.role,
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            memory_size=memory_size,
+            timeout=timeout,
+            environment={
+                **environment,
+                "POWERTOOLS_SERVICE_NAME": service,
+                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
+                "LOG_LEVEL": log_level,
+            },
+        )
+        for table, actions in self._table_actions:
+            table.grant(self.function, *actions)
+        for actions, resource_arns in grants:
+            iam.Grant.add_to_principal(
+                grantee=self.role, actions=list(actions), resource_arns=list(resource_arns)
+            )
+        self.log_group.grant_write(self.role)
+        return self.function
+
+    def _add_api(
+        self,
+        *,
+        name: str,
+        description: str,
+        integration_id: str,
+        log_retention: logs.RetentionDays,
+        default_authorizer: apigwv2.IHttpRouteAuthorizer | None = None,
+    ) -> HttpLambdaIntegration:
+        """The HTTP API (``<stack>-<name>``) with its logged ``$default`` stage, and the
+        integration of the function its routes share."""
+        self.api = apigwv2.HttpApi(
+            self,
+            "Api",
+            api_name=f"{Stack.of(self).stack_name}-{name}",
+            description=description,
+            default_authorizer=default_authorizer,
+            create_default_stage=False,
+        )
+        self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
+        return HttpLambdaIntegration(integration_id, self.function)
+
+    def _add_routes(
+        self,
+        routes: Iterable[Route],
+        integration: HttpLambdaIntegration,
+        authorizer: apigwv2.IHttpRouteAuthorizer | None = None,
+    ) -> list[apigwv2.HttpRoute]:
+        """One API route per (method, path), each with ``authorizer`` (or the API's default)."""
+        added: list[apigwv2.HttpRoute] = []
+        for method, path in routes:
+            added += self.api.add_routes(
+                path=path, methods=[method], integration=integration, authorizer=authorizer
+            )
+        return added
+
+    @property
+    def api_url(self) -> str:
+        """The API's own ``execute-api`` address, ending in ``/``."""
+        url = self.stage.url
+        assert url is not None  # the $default stage always has one
+        return url
+
+    @property
+    def url(self) -> str:
+        """The service's base URL, ending in ``/``: its API's address."""
+        return self.api_url
+
+    @staticmethod
+    def _grant_routes(routes: Iterable[apigwv2.HttpRoute], grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` call each of ``routes`` (``execute-api:Invoke``)."""
+        for route in routes:
+            route.grant_invoke(grantee)
+
+    def _acknowledge_findings(self) -> None:
+        """cdk-nag findings accepted on purpose, each with the reason it is safe."""
+        acknowledge_function(self.role, self.function)
+
+
+@jsii.implements(apigwv2.IAccessLogSettings)
+class AccessLogSettings:
+    """Where and how an HTTP API stage writes its access log (a jsii interface, not a struct)."""
+
+    def __init__(
+        self, *, destination: apigwv2.IAccessLogDestination, format: apigateway.AccessLogFormat
+    ) -> None:
+        self._destination = destination
+        self._format = format
+
+    @property
+    def destination(self) -> apigwv2.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigateway.AccessLogFormat:
+        return self._format

@@ -1,0 +1,174 @@
+"""In-memory stand-ins for the resolver's ports: the registry, the Archive transport, the pepper.
+
+No socket, no DynamoDB: unit tests of the registration service and the fan-out use only these.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from functions.resolver.network import Endpoint, Outcome, Request, UnsafeAddress
+from functions.resolver.registry import Contact, RegisteredArchive
+from ibi.core.pairlist import PairList, parse_pair_list
+
+
+class MemoryRegistry:
+    """The :class:`Registry` contract, in memory, atomic under a lock."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, RegisteredArchive] = {}
+        self.failures: dict[str, int] = {}
+        self.blocked: dict[str, int] = {}
+        self.notes: list[tuple[str, str]] = []
+        self.reads = 0  # how many times the whole registry was listed
+        self._lock = threading.Lock()
+
+    def get(self, service_ibi: str) -> RegisteredArchive | None:
+        with self._lock:
+            return self.items.get(service_ibi)
+
+    def register(self, service_ibi: str, forms: dict[str, str], key_hash: str) -> None:
+        with self._lock:
+            known = self.items.get(service_ibi)
+            included = known.included if known else False
+            base = known or RegisteredArchive(service_ibi, forms, key_hash)
+            self.items[service_ibi] = replace(
+                base, forms=forms, key_hash=key_hash, included=included
+            )
+
+    def include(self, service_ibi: str, contact: Contact, *, at: str, confirmed: bool) -> None:
+        with self._lock:
+            self.items[service_ibi] = replace(
+                self.items[service_ibi],
+                included=True,
+                changed_at=at,
+                address=contact.address,
+                protocol=contact.protocol or "HTTP",
+                ip=contact.ip,
+                platform_version=contact.platform_version,
+                admin_email=contact.admin_email,
+                confirmed=confirmed,
+            )
+
+    def exclude(self, service_ibi: str, *, at: str) -> None:
+        with self._lock:
+            self.items[service_ibi] = replace(
+                self.items[service_ibi], included=False, changed_at=at
+            )
+
+    def note_answer(self, service_ibi: str, *, at: str, outcome: str) -> None:
+        with self._lock:
+            self.notes.append((service_ibi, outcome))
+            if service_ibi in self.items:
+                self.items[service_ibi] = replace(
+                    self.items[service_ibi], last_answer_at=at, last_outcome=outcome[:200]
+                )
+
+    def archives(self) -> list[RegisteredArchive]:
+        with self._lock:
+            self.reads += 1
+            return sorted(self.items.values(), key=lambda a: a.service_ibi)
+
+    def blocked_until(self, service_ibi: str) -> int:
+        with self._lock:
+            return self.blocked.get(service_ibi, 0)
+
+    def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int:
+        with self._lock:
+            failures = self.failures.get(service_ibi, 0) + 1
+            self.failures[service_ibi] = failures
+            if failures >= limit:
+                self.blocked[service_ibi] = now + window
+                self.failures[service_ibi] = 0
+            return failures
+
+    def add(self, service_ibi: str, address: str, *, included: bool = True) -> None:
+        """An Archive registered and switched on directly (for fan-out tests)."""
+        with self._lock:
+            self.items[service_ibi] = RegisteredArchive(
+                service_ibi, {"ibip": service_ibi}, "hash", included=included, address=address
+            )
+
+
+@dataclass
+class ScriptedTransport:
+    """The :class:`Transport` contract over scripted Archives, keyed by their service IBI.
+
+    ``answers[ibi]`` is the pair-list text an Archive answers, or an exception it fails with;
+    an Archive not in ``answers`` times out. ``ask_all`` reports the Archives after the first
+    answer that is ``enough`` as not needed, as the real transport does when they are slower.
+    """
+
+    answers: dict[str, str | Exception] = field(default_factory=dict)
+    refused_hosts: set[str] = field(default_factory=set)
+    rounds: list[list[str]] = field(default_factory=list)  # the service IBIs of each round
+    gets: list[tuple[Endpoint, str, list[tuple[str, str]]]] = field(default_factory=list)
+    correlation_ids: list[str | None] = field(default_factory=list)
+
+    def vet(self, endpoint: Endpoint) -> str:
+        if endpoint.host in self.refused_hosts:
+            raise UnsafeAddress(f"{endpoint.host} resolves to a non-public address")
+        return "192.0.2.1"
+
+    def send(self, request: Request, *, timeout: float) -> PairList:
+        self.gets.append((request.endpoint, request.service_ibi, list(request.pairs)))
+        answer = self.answers.get(request.service_ibi, TimeoutError("timeout"))
+        if isinstance(answer, Exception):
+            raise answer
+        return parse_pair_list(answer)
+
+    def ask_all(
+        self,
+        requests: Mapping[str, Request | None],
+        *,
+        timeout: float,
+        deadline: float,
+        enough: Callable[[PairList], bool] | None = None,
+    ) -> list[Outcome]:
+        self.rounds.append(list(requests))
+        outcomes: list[Outcome] = []
+        settled = False
+        for key, request in requests.items():
+            if request is not None:
+                self.correlation_ids.append(request.correlation_id)
+            outcomes.append(self._outcome(key, request, settled))
+            pairs = outcomes[-1].pairs
+            settled = settled or (pairs is not None and enough is not None and enough(pairs))
+        return outcomes
+
+    def _outcome(self, key: str, request: Request | None, settled: bool) -> Outcome:
+        if request is None:
+            return Outcome.failed(key, "unusable address", 0.0)
+        if settled:
+            return Outcome.not_needed(key, 0.0)
+        answer = self.answers.get(key)
+        if answer is None:
+            return Outcome.failed(key, "timeout", 1.0)
+        if isinstance(answer, Exception):
+            return Outcome.failed(key, f"unreachable: {type(answer).__name__}", 0.0)
+        return Outcome.answered(key, parse_pair_list(answer), 0.0)
+
+
+@dataclass(frozen=True)
+class FixedPepper:
+    """The :class:`PepperSource` contract: always the same bytes."""
+
+    value: bytes = b"a pepper for tests"
+
+    def load(self) -> bytes:
+        return self.value
+
+
+@dataclass
+class MemorySecrets:
+    """A Secrets Manager client holding secrets in memory (``get_secret_value`` only)."""
+
+    secrets: dict[str, str] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    def get_secret_value(self, *, SecretId: str) -> dict[str, Any]:
+        self.calls.append(SecretId)
+        return {"SecretString": self.secrets[SecretId]}

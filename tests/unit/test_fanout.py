@@ -1,0 +1,194 @@
+"""The fan-out over in-memory fakes: every Archive at once, hints first, outcomes as answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.directory import ArchiveDirectory
+from functions.resolver.fanout import FanOut, LocationHints
+from functions.resolver.resolution import Found, Resolver
+from ibi.core.pairlist import PairList
+from ibi.core.persistent_url import parse_persistent_url
+from tests.fakes_resolver import MemoryRegistry, ScriptedTransport
+
+A, B, C = "8JMKD3MGP8W/3FSUP4L", "J8LNKB5R7W/3FUQHC5", "LK47B6W/362SFKH"  # registry order
+ITEM = "8JMKD3MGP8W/35MMLL8"
+SAME_PREFIX = "8JMKD3MGP8W/35MMLL9"
+ORIGINAL = (
+    f"ibi {{ibip {ITEM}}}\nstate Original\ncontenttype Data\nurl http://a.example/doc.pdf\n"
+    "urlkey 1427244889-5349022633744855"
+)
+PAIRS = [("parsedibiurl.ibi", ITEM)]
+
+
+def enough(answer: PairList) -> bool:
+    return answer.word("state") == "Original"
+
+
+def make(
+    answers: dict[str, str | Exception], *addresses: tuple[str, str]
+) -> tuple[FanOut, ScriptedTransport, MemoryRegistry]:
+    registry = MemoryRegistry()
+    for archive, address in addresses:
+        registry.add(archive, address)
+    transport = ScriptedTransport(answers=answers)
+    fanout = FanOut(transport, ArchiveDirectory(registry), timeout=1.0, deadline=3.0)
+    return fanout, transport, registry
+
+
+ARCHIVES = ((A, "a.example:80"), (B, "b.example:80"), (C, "c.example:80"))
+
+
+def test_every_included_archive_is_asked_in_one_round() -> None:
+    fanout, transport, registry = make({A: ORIGINAL, B: "state Copy"}, *ARCHIVES)
+    registry.add("8JMKD3MGP7W/3EPGUE5", "d.example:80", included=False)
+    answers = fanout.ask(ITEM, PAIRS, None, correlation_id="req-1")
+    assert transport.rounds == [[A, B, C]]
+    assert {a.archive: (a.pairs is not None, a.problem) for a in answers} == {
+        A: (True, None),
+        B: (True, None),
+        C: (False, "timeout"),
+    }
+    assert transport.correlation_ids == ["req-1"] * 3
+    assert fanout.requests_made == 3
+    assert sorted(registry.notes) == [(A, "answered"), (B, "answered"), (C, "timeout")]
+
+
+def test_the_message_is_a_url_request_with_the_resolution_pairs() -> None:
+    seen: list[Any] = []
+    fanout, transport, _ = make({A: ORIGINAL}, ARCHIVES[0])
+    original = transport.ask_all
+
+    def spy(requests: Any, **options: Any) -> Any:
+        seen.extend(requests.values())
+        return original(requests, **options)
+
+    transport.ask_all = spy  # type: ignore[method-assign]
+    fanout.ask(ITEM, PAIRS, None)
+    [request] = seen
+    assert list(request.pairs) == [("servicesubject", "urlRequest"), *PAIRS]
+    assert (request.endpoint.host, request.service_ibi) == ("a.example", A)
+
+
+def test_an_unusable_address_is_an_answerless_archive_not_a_request() -> None:
+    fanout, _, _ = make({A: ORIGINAL}, ARCHIVES[0], (B, "not an address/"))
+    answers = fanout.ask(ITEM, PAIRS, None)
+    assert [(a.archive, a.problem) for a in answers] == [(A, None), (B, "unusable address")]
+    assert fanout.requests_made == 1
+
+
+def test_archives_not_needed_are_left_out_of_the_answers() -> None:
+    fanout, _, registry = make({A: ORIGINAL, B: ORIGINAL}, *ARCHIVES)
+    answers = fanout.ask(ITEM, PAIRS, enough)
+    assert [a.archive for a in answers] == [A]  # A settled the round; B and C not needed
+    assert registry.notes == [(A, "answered")]
+
+
+def test_a_hint_asks_the_likely_archive_alone_first() -> None:
+    fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
+    fanout.ask(ITEM, PAIRS, enough)
+    assert transport.rounds == [[A, B, C]]  # no hint yet: everyone; C settles it
+    transport.rounds.clear()
+    answers = fanout.ask(SAME_PREFIX, PAIRS, enough)  # same prefix: likely C again
+    assert transport.rounds == [[C]]
+    assert [a.archive for a in answers] == [C]
+    assert fanout.requests_made == 4
+
+
+def test_a_missed_hint_asks_everyone_else_and_learns_again() -> None:
+    fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
+    fanout.ask(ITEM, PAIRS, enough)
+    transport.answers = {A: ORIGINAL}  # the item moved to A
+    transport.rounds.clear()
+    answers = fanout.ask(ITEM, PAIRS, enough)
+    assert transport.rounds == [[C], [A, B]]
+    assert [(a.archive, a.pairs is not None) for a in answers] == [(C, False), (A, True)]
+    assert fanout.hints.likely(ITEM) == A
+
+
+def test_no_hint_when_every_claim_must_be_seen() -> None:
+    fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
+    fanout.ask(ITEM, PAIRS, enough)
+    transport.rounds.clear()
+    fanout.ask(ITEM, PAIRS, None)  # enough is None: required original, or a bare "+"
+    assert transport.rounds == [[A, B, C]]
+
+
+def test_a_hint_to_an_archive_no_longer_included_is_ignored() -> None:
+    fanout, transport, _ = make({A: ORIGINAL}, ARCHIVES[0], ARCHIVES[1])
+    fanout.hints.learn(ITEM, C)
+    fanout.ask(ITEM, PAIRS, enough)
+    assert transport.rounds == [[A, B]]
+
+
+def test_the_fanout_is_the_resolutions_port() -> None:
+    fanout, transport, _ = make({B: ORIGINAL}, *ARCHIVES)
+    resolver = Resolver(fanout.for_request("req-9"))
+    found = resolver.resolve(parse_persistent_url(f"/{ITEM}"), "192.0.2.99")
+    assert isinstance(found, Found) and found.url == "http://a.example/doc.pdf"
+    assert found.answer.archive == B and found.answer.address == "b.example:80"
+    assert set(transport.correlation_ids) == {"req-9"}
+
+
+def test_hints_are_bounded() -> None:
+    hints = LocationHints(capacity=0)
+    hints.learn(ITEM, A)
+    assert hints.likely(ITEM) is None
+
+
+def test_the_directory_reads_the_registry_every_few_seconds_or_when_told() -> None:
+    now = [0.0]
+    registry = MemoryRegistry()
+    registry.add(A, "a.example:80")
+    registry.add(B, "", included=True)  # no address: not asked
+    directory = ArchiveDirectory(registry, cache_seconds=5, monotonic=lambda: now[0])
+    assert [a.service_ibi for a in directory.included()] == [A]
+    registry.add(C, "c.example:80")
+    now[0] = 4.0
+    assert [a.service_ibi for a in directory.included()] == [A]
+    now[0] = 6.0
+    assert [a.service_ibi for a in directory.included()] == [A, C]
+    directory.forget()
+    directory.included()
+    assert registry.reads == 3
+    directory.note(A, "answered")
+    directory.note(A, "timeout")  # within a minute: not written again
+    assert registry.notes == [(A, "answered")]
+
+
+class InlinePool:
+    """Runs what is submitted at once (the real pool runs it after the answer)."""
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(function(*args))
+        return future
+
+
+@pytest.mark.parametrize(
+    ("reply", "logged"), [("notice {acknowledgment received}", False), ("notice no", True)]
+)
+def test_an_acknowledgment_goes_to_the_archive_that_gave_the_url(
+    reply: str, logged: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    fanout, transport, _ = make({B: ORIGINAL}, *ARCHIVES)
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found)
+    transport.answers[B] = reply
+    acknowledgments = Acknowledgments(
+        transport,
+        fanout.directory,
+        timeout=1.0,
+        pool=InlinePool(),  # type: ignore[arg-type]
+    )
+    acknowledgments.send(found, f"http://resolver.example/{ITEM}", "1.2.3.4", "r")
+    [(endpoint, archive, pairs)] = transport.gets
+    assert (endpoint.host, archive) == ("b.example", B)
+    assert dict(pairs)["servicesubject"] == "acknowledgment"
+    assert dict(pairs)["urlkey"] == "1427244889-5349022633744855"
+    assert ("acknowledgment failed" in caplog.text) is logged
