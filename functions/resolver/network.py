@@ -169,6 +169,10 @@ class Outcome:
         return self.problem or self.result.value
 
 
+Requests = Mapping[str, "Request | None"]  # a round: each Archive's request, keyed (None: unusable)
+Enough = Callable[[PairList], bool]  # an answer that settles the round
+
+
 class Transport(Protocol):
     """What the resolver needs of the network: vet an address, ask one Archive, ask a round."""
 
@@ -177,12 +181,7 @@ class Transport(Protocol):
     def send(self, request: Request, *, timeout: float) -> PairList: ...
 
     def ask_all(
-        self,
-        requests: Mapping[str, Request | None],
-        *,
-        timeout: float,
-        deadline: float,
-        enough: Callable[[PairList], bool] | None = None,
+        self, requests: Requests, *, timeout: float, deadline: float, enough: Enough | None = None
     ) -> list[Outcome]: ...
 
 
@@ -305,12 +304,7 @@ class ArchiveTransport:
         return self._run(self._ask(request, timeout), timeout + 1.0)
 
     def ask_all(
-        self,
-        requests: Mapping[str, Request | None],
-        *,
-        timeout: float,
-        deadline: float,
-        enough: Callable[[PairList], bool] | None = None,
+        self, requests: Requests, *, timeout: float, deadline: float, enough: Enough | None = None
     ) -> list[Outcome]:
         """Ask every Archive at once; outcomes in the order the answers arrive.
 
