@@ -31,6 +31,7 @@ from urllib.parse import quote
 from botocore.exceptions import BotoCoreError, ClientError, FlexibleChecksumError
 
 from functions.archive.model import file_path
+from functions.shared.dynamo import THROTTLING_CODES, error_code, translate
 from ibi.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -39,14 +40,6 @@ if TYPE_CHECKING:
 else:
     S3Client = GetObjectOutputTypeDef = HeadObjectOutputTypeDef = Any
 
-THROTTLING_CODES = {
-    "SlowDown",
-    "Throttling",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-    "TooManyRequestsException",
-}
 MISSING_CODES = {"NoSuchKey", "NotFound", "404"}
 MAX_SINGLE_PUT = 5 * 1024**3  # S3's limit for one PUT (and so for one presigned upload)
 MAX_KEY_BYTES = 1024
@@ -96,22 +89,14 @@ class FileTooLarge(Exception):
         self.limit = limit
 
 
-def _error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
 def _store_error(error: Exception, action: str) -> FileStoreError:
-    if isinstance(error, ClientError):
-        code = _error_code(error)
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return FileStoreError(
-            f"{action}: {code}", throttled=code in THROTTLING_CODES or status == 503
-        )
-    return FileStoreError(f"{action}: {type(error).__name__}")
+    failure = translate(error, action, FileStoreError)
+    assert isinstance(failure, FileStoreError)
+    return failure
 
 
 def _is_missing(error: Exception) -> bool:
-    return isinstance(error, ClientError) and _error_code(error) in MISSING_CODES
+    return error_code(error) in MISSING_CODES
 
 
 def _digest(sha256_hex: str) -> bytes:

@@ -1,4 +1,4 @@
-"""DynamoDB plumbing every data-access layer shares: error translation, conditions, tables.
+"""AWS error plumbing every data-access layer shares (DynamoDB, S3): errors, conditions, tables.
 
 Only data-access modules (``store.py``, ``registry.py``) import this; it never builds a client.
 """
