@@ -66,6 +66,8 @@ class Runtime:
 
     def start(self, base_url: str, *, join: bool = True) -> Site:
         """The bootstrap, once: the service item (minted the first time), then the join."""
+        if self._site is not None:  # every request after the first: no lock
+            return self._site
         with self._lock:
             if self._site is None:
                 base = self.settings.base_url or base_url
