@@ -1,4 +1,4 @@
-"""`python -m bench [--quick] [minting|resolution|startup …]`: run, save, write BENCHMARKS.md."""
+"""`python -m bench [--quick] [minting|resolution|startup|peer|flood …]`: run, save, write BENCHMARKS.md."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 from bench import common
 from bench.report import write_report
 
-SUITES = ("minting", "resolution", "startup", "peer")
+SUITES = ("minting", "resolution", "startup", "peer", "flood")
 
 
 def main() -> int:

@@ -289,6 +289,14 @@ class ArchiveClient(ApiClient):
         self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
     ) -> dict[str, Any]:
         """Upload ``(path, content, content type)`` through presigned URLs, then commit them."""
+        body: dict[str, Any] = {"files": self._declare_and_upload(ibi, files)}
+        if default_file is not None:
+            body["default_file"] = default_file
+        answer: dict[str, Any] = self.call("POST", "/api/item/files", body, ibi=ibi)
+        return answer
+
+    def _declare_and_upload(self, ibi: str, files: list[tuple[str, bytes, str]]) -> list[Any]:
+        """Announce ``files`` and send each through its presigned URL; what was announced."""
         declared = [
             {
                 "path": path,
@@ -298,22 +306,59 @@ class ArchiveClient(ApiClient):
             }
             for path, content, content_type in files
         ]
-        uploads = self.call("POST", "/api/item/uploads", {"files": declared}, ibi=ibi)["uploads"]
+        answer = self.call("POST", "/api/item/uploads", {"files": declared}, ibi=ibi)
+        uploads = answer.get("uploads") if isinstance(answer, dict) else None
+        if not isinstance(uploads, list) or len(uploads) != len(files):
+            raise ApiError(0, "the Archive answered no upload URLs")
         for upload, (_, content, _) in zip(uploads, files, strict=True):
             raw = self._transport(
                 upload["method"],
-                upload["url"],  # a URL our Archive presigned
+                upload["url"],  # a URL the Archive presigned
                 data=content,
                 headers=upload["headers"],
                 timeout=self.timeout,
             )
             if not 200 <= raw.status < 300:
                 raise ApiError(raw.status, f"uploading {upload['path']}: {raw.reason}")
-        body: dict[str, Any] = {"files": declared}
+        return declared
+
+    def replace_files(
+        self,
+        ibi: str,
+        files: list[tuple[str, bytes, str]],
+        *,
+        reason: str,
+        default_file: str | None = None,
+    ) -> dict[str, Any]:
+        """An operator's revision: add or replace files of any item (the previous versions are
+        kept and every change is recorded in the item's history, with ``reason``)."""
+        body: dict[str, Any] = {"files": self._declare_and_upload(ibi, files), "reason": reason}
         if default_file is not None:
             body["default_file"] = default_file
-        answer: dict[str, Any] = self.call("POST", "/api/item/files", body, ibi=ibi)
+        answer: dict[str, Any] = self.call("POST", "/api/item/files/replace", body, ibi=ibi)
         return answer
+
+    def previous_version(self, ibi: str, path: str, sha256: str) -> dict[str, Any]:
+        """Where to download a replaced version of a file (a short-lived URL)."""
+        query = urlencode({"ibi": ibi, "path": path, "sha256": sha256})
+        answer: dict[str, Any] = self.call("GET", f"/api/item/previous?{query}")
+        return answer
+
+    def import_original(self, body: dict[str, Any]) -> dict[str, Any]:
+        """An original for an IBI of another subsystem: ``{"ibi", "reason", …}`` (operators)."""
+        answer: dict[str, Any] = self.call("POST", "/api/imports", body)
+        return answer
+
+    # -- the receiving side of a transfer (called by the sending Archive) ----------------------
+
+    def receive_transfer(self, body: dict[str, Any]) -> Any:
+        return self.call("POST", "/api/transfers", body)
+
+    def complete_transfer(self, ibi: str) -> Any:
+        return self.call("POST", "/api/transfers/complete", None, ibi=ibi)
+
+    def cancel_transfer(self, ibi: str) -> Any:
+        return self.call("DELETE", "/api/transfers", None, ibi=ibi)
 
     def verify(self, ibi: str | None = None) -> Iterator[dict[str, Any]]:
         """The integrity report, item by item (every item when ``ibi`` is None)."""

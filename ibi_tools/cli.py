@@ -279,6 +279,28 @@ def cmd_archive_transfer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_archive_replace(args: argparse.Namespace) -> int:
+    """An operator's revision: add or replace files of an item (kept and recorded)."""
+    import mimetypes
+
+    files = []
+    for name in args.files:
+        path = Path(name)
+        try:
+            content = path.read_bytes()
+        except OSError as error:
+            raise CommandError(f"{name}: {error.strerror}") from None
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        files.append((args.path or path.name, content, kind))
+    if args.path and len(files) != 1:
+        raise CommandError("--path names the item's file for one FILE only")
+    item = _archive(args).replace_files(
+        args.ibi, files, reason=args.reason, default_file=args.default_file
+    )
+    _print_json(item)
+    return EXIT_OK
+
+
 def cmd_archive_verify(args: argparse.Namespace) -> int:
     problems = 0
     for entry in _archive(args).verify(args.ibi):
@@ -353,7 +375,9 @@ def cmd_resolver_archives(args: argparse.Namespace) -> int:
 
 def cmd_local(args: argparse.Namespace) -> int:
     from ibi_tools.local.federation import LocalFederation
+    from ibi_tools.local.stores import LocalStoreError
 
+    os.umask(0o077)  # every file this run and its children write: the user's only
     federation = LocalFederation(
         data_dir=Path(args.data_dir),
         minting_port=args.port,
@@ -361,16 +385,23 @@ def cmd_local(args: argparse.Namespace) -> int:
         resolver_port=args.resolver_port,
         demo=not args.no_demo,
         log_level=args.log_level,
-    ).start()
+    )
+    try:
+        federation.start()
+    except LocalStoreError as error:
+        raise CommandError(f"local: {error}", EXIT_FAILED) from error
 
     def stop(signum: int, _: object) -> None:
-        federation.stop()
+        federation.request_stop()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     sys.stdout.write(federation.describe() + "\n")
     sys.stdout.flush()
-    federation.wait()
+    try:
+        federation.wait()  # restarts a store or worker that dies, a few times
+    except LocalStoreError as error:
+        raise CommandError(f"local: {error}", EXIT_FAILED) from error
     return EXIT_OK
 
 
@@ -503,6 +534,19 @@ def _add_archive_commands(commands: _Commands) -> None:
     transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
     transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
     transfer.set_defaults(run=cmd_archive_transfer)
+
+    replace = archive_commands.add_parser(
+        "replace",
+        help="add or replace files of an item (an operator's; the previous versions are kept "
+        "and every change recorded in the item's history)",
+    )
+    _api_options(replace)
+    replace.add_argument("ibi", metavar="IBI")
+    replace.add_argument("files", nargs="+", metavar="FILE")
+    replace.add_argument("--reason", required=True, help="why: kept in the item's history")
+    replace.add_argument("--path", help="the item's file FILE replaces (default: FILE's name)")
+    replace.add_argument("--default-file", metavar="PATH", help="the item's default file")
+    replace.set_defaults(run=cmd_archive_replace)
 
     for verb in ("on", "off"):
         switch = archive_commands.add_parser(

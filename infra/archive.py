@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_iam as iam
@@ -29,12 +31,17 @@ ITEMS_TABLE_ACTIONS = (
     "dynamodb:Scan",  # store.py: GET /api/items and POST /api/verify page through the items
 )
 # files.py: GetObject reads, hashes and presigns downloads (HeadObject is GetObject too);
-# PutObject is what the presigned upload URLs carry out.
+# PutObject is what the presigned upload URLs carry out, and (with GetObject on the source) the
+# copies that publish an upload and keep a replaced version.
 FILE_ACTIONS = ("s3:GetObject", "s3:PutObject")
 # With ListBucket, S3 answers a missing file with 404 (FileMissing: "upload it first", a
 # "missing" problem in verify) instead of 403, which the code must take for a failure.
 BUCKET_ACTIONS = ("s3:ListBucket",)
 FILES_PREFIX = "items/"  # files.py: S3FileStore's prefix, one segment per item below it
+UPLOADS_PREFIX = "uploads/"  # files.py: where presigned PUTs land, until their commit
+HISTORY_PREFIX = "history/"  # files.py: replaced versions, under their SHA-256, kept for good
+FILE_PREFIXES = (FILES_PREFIX, UPLOADS_PREFIX, HISTORY_PREFIX)
+UPLOADS_EXPIRE = Duration.days(1)  # an upload never committed is deleted after a day
 
 MINT_PATH = "/mint"  # the minting API's route the Archive calls (ibi/client.py)
 
@@ -59,6 +66,24 @@ DEPOSIT_ROUTES = (
     (POST, "/api/item/files"),
     (POST, "/api/verify"),
     (POST, "/api/item/transfer"),
+    # An operator's: add or replace files of any item (recorded), read a replaced version,
+    # import an original of another subsystem (recorded).
+    (POST, "/api/item/files/replace"),
+    (GET, "/api/item/previous"),
+    (POST, "/api/imports"),
+    # The receiving side of a transfer: what a sending Archive calls (grant_transfer_in).
+    (POST, "/api/transfers"),
+    (POST, "/api/transfers/complete"),
+    (DELETE, "/api/transfers"),
+)
+# What a sending Archive's role calls on this one to transfer an original here (transfer.py).
+TRANSFER_IN_ROUTES = (
+    (POST, "/api/transfers"),
+    (POST, "/api/item/uploads"),
+    (POST, "/api/item/files"),
+    (GET, "/api/item"),
+    (POST, "/api/transfers/complete"),
+    (DELETE, "/api/transfers"),
 )
 # Any other GET under /api/ would fall to the public catch-all: this more specific route
 # keeps the whole /api/ namespace behind IAM, even for a route added to the Lambda only.
@@ -87,6 +112,7 @@ class Archive(LambdaService):
         *,
         mint_endpoint: str,
         mint_subsystem: str | None = None,
+        subsystem_prefixes: Sequence[str] = (),
         base_url: str | None = None,
         platform_software: str | None = None,
         urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS,
@@ -116,6 +142,7 @@ class Archive(LambdaService):
             "IBI_MINT_SUBSYSTEM": mint_subsystem,
             "IBI_JOIN_RESOLVER_URL": join_resolver_url,
             "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
+            "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(subsystem_prefixes),
         }
         environment.update({name: value for name, value in optional.items() if value})
         self._add_function(
@@ -133,7 +160,10 @@ class Archive(LambdaService):
             # function's: one pinned list, one wheelhouse.
             requirements_of="minting",
             grants=[
-                (FILE_ACTIONS, [self.files_bucket.arn_for_objects(f"{FILES_PREFIX}*")]),
+                (
+                    FILE_ACTIONS,
+                    [self.files_bucket.arn_for_objects(f"{p}*") for p in FILE_PREFIXES],
+                ),
                 (BUCKET_ACTIONS, [self.files_bucket.bucket_arn]),
             ],
         )
@@ -164,6 +194,17 @@ class Archive(LambdaService):
             server_access_logs_prefix="files/",
             removal_policy=RemovalPolicy.RETAIN,
             auto_delete_objects=False,
+            # Uploads never committed (and their older versions) go after a day; published
+            # files and replaced versions are never expired.
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireUncommittedUploads",
+                    prefix=UPLOADS_PREFIX,
+                    expiration=UPLOADS_EXPIRE,
+                    noncurrent_version_expiration=UPLOADS_EXPIRE,
+                    abort_incomplete_multipart_upload_after=UPLOADS_EXPIRE,
+                )
+            ],
         )
         return access_logs_bucket, files_bucket
 
@@ -188,8 +229,21 @@ class Archive(LambdaService):
         return f"{self.url}api/"
 
     def grant_deposit(self, grantee: iam.IGrantable) -> None:
-        """Let ``grantee`` call the deposit API (``execute-api:Invoke`` on each route)."""
+        """Let ``grantee`` (an operator) call the whole deposit API (``execute-api:Invoke`` on
+        each route): revisions, imports and transfers included. The CI role gets a few routes
+        only (``infra/ci.py``)."""
         self._grant_routes(self.deposit_routes, grantee)
+
+    def grant_transfer_in(self, sender: iam.IGrantable) -> None:
+        """Let ``sender`` (another Archive's role) transfer originals to this Archive: the
+        routes of :data:`TRANSFER_IN_ROUTES`, nothing else."""
+        wanted = {(method.value, path) for method, path in TRANSFER_IN_ROUTES}
+        routes = [
+            route
+            for route, (method, path) in zip(self.deposit_routes, DEPOSIT_ROUTES, strict=False)
+            if (method.value, path) in wanted
+        ]
+        self._grant_routes(routes, sender)
 
     def _grant_parameter_read(self, parameter: str) -> None:
         """Read the registration key to switch itself on at the resolver (one parameter)."""
@@ -208,14 +262,19 @@ class Archive(LambdaService):
         bucket_id = logical_id(self.files_bucket)
         super()._acknowledge_findings()
         Validations.of(self.role).acknowledge(
-            Acknowledgment(
-                id=f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{FILES_PREFIX}*]",
-                reason=(
-                    "The files of the items are objects under items/<item>/<path> in the "
-                    "Archive's own bucket, made as items are deposited: no list of keys "
-                    "exists in advance. Only GetObject and PutObject are allowed, only there."
-                ),
-            ),
+            *(
+                Acknowledgment(
+                    id=f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{prefix}*]",
+                    reason=(
+                        "The files of the items are objects under items/<item>/<path> (published), "
+                        "uploads/<item>/<sha256>/<path> (uploads until their commit) and "
+                        "history/<item>/<sha256>/<path> (replaced versions) in the Archive's own "
+                        "bucket, made as items are deposited: no list of keys exists in advance. "
+                        "Only GetObject and PutObject are allowed, only there."
+                    ),
+                )
+                for prefix in FILE_PREFIXES
+            )
         )
         Validations.of(self.public_route).acknowledge(
             Acknowledgment(

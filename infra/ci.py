@@ -3,7 +3,10 @@
 The trust policy accepts only GitHub's OIDC tokens for ``sts.amazonaws.com`` whose subject is
 one repository and one branch (``repo:OWNER/REPO:ref:refs/heads/BRANCH``) or one environment
 (``repo:OWNER/REPO:environment:ENV``): no wildcard (``infra.config.CiConfig`` refuses one).
-Sessions last at most an hour.
+Sessions last at most an hour, and each is named ``gh-…`` (``sts:RoleSessionName``; the
+workflow names it ``gh-<run id>-<attempt>``): the session name is part of the principal the
+Archive records as an item's depositor, and only that principal adds files to the item, within
+an hour of depositing it (``functions/archive/service.py``).
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_URL = f"https://{GITHUB_OIDC_HOST}"
 AUDIENCE = "sts.amazonaws.com"
 MAX_SESSION = Duration.hours(1)
+# Every session of the role is named after its run (AssumeRoleWithWebIdentity takes this
+# condition key): the deposit records that principal, so one run's items are its own.
+SESSION_NAME_PATTERN = "gh-*"
 
 # The minting API's route a pipeline may call.
 CI_MINT_ROUTE = ("POST", "/mint")
 # What a pipeline needs to deposit a release artefact (``ibi deposit``, ibi/client.py): read the
 # Archive's service, create originals and copies, upload and commit files, read an item back.
-# Not PATCH, DELETE, links, transfer, verify, listing.
+# Not PATCH, DELETE, links, transfer, verify, listing; not the operator's routes (replacing a
+# file, importing an original of another subsystem, receiving a transfer). The Archive itself
+# lets a commit add files only to items the same session deposited within the hour, and never
+# change a published file.
 CI_DEPOSIT_ROUTES = (
     ("GET", "/api/service"),
     ("POST", "/api/items"),
@@ -74,7 +83,8 @@ class CiMinter(Construct):
                     "StringEquals": {
                         f"{GITHUB_OIDC_HOST}:aud": AUDIENCE,
                         f"{GITHUB_OIDC_HOST}:sub": config.subject,
-                    }
+                    },
+                    "StringLike": {"sts:RoleSessionName": SESSION_NAME_PATTERN},
                 },
             ),
         )

@@ -64,6 +64,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("Resolution504", 5, "resolutions where no Archive answered in time"),
         Signal("Resolution409", 1, "two Archives claim to hold one original"),
         Signal("ArchiveFailures", 50, "Archives slow, down, or answering garbage"),
+        Signal("RegistrationGuessCap", 1, "over 100 wrong keys for one Archive in 15 min"),
     ),
 }
 # Shown on the dashboard, never alarmed on: the traffic itself.

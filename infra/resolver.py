@@ -21,10 +21,12 @@ POST = apigwv2.HttpMethod.POST
 
 # Each action the resolver Lambda performs, and nothing else (registry.py).
 REGISTRY_ACTIONS = (
-    "dynamodb:GetItem",  # an Archive's record, a throttle record
-    "dynamodb:UpdateItem",  # register, switch on/off, note an answer, count a failure
-    "dynamodb:Scan",  # the included Archives (a small table: one item per Archive)
+    "dynamodb:GetItem",  # an Archive's record, the generation (directory.py: every 5 s)
+    "dynamodb:UpdateItem",  # register, switch on/off, bump the generation, note an answer
+    "dynamodb:Scan",  # every Archive, when the generation moved (one item per Archive)
 )
+# throttle.py: the counters of wrong registration keys, read and counted; never scanned.
+THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 # handler.py's load_pepper reads the secret's value, once per execution environment.
 PEPPER_ACTIONS = ("secretsmanager:GetSecretValue",)
 HANDLER = "functions.resolver.handler.lambda_handler"
@@ -44,8 +46,10 @@ ADMIN_GUARD_ROUTES = ((GET, "/admin/{proxy+}"), (HEAD, "/admin/{proxy+}"))
 class Resolver(LambdaService):
     """The IBI resolver: one Lambda behind an HTTP API, its registry, its pepper.
 
-    * the registry table: one item per registered Archive (its key only as an HMAC), and the
-      throttle records of failed attempts (expiring through the table's TTL);
+    * the registry table: one item per registered Archive (its key only as an HMAC) and the
+      generation counter (its TTL only lets the throttle records of earlier versions expire);
+    * the throttle table: counters of wrong registration keys per (source, Archive) and per
+      Archive, for registered Archives only, each expiring through the TTL after its window;
     * the pepper: a generated Secrets Manager secret, the HMAC key of registration keys;
     * the API: persistent URLs, the inclusion/exclusion protocol and the pages for anyone,
       ``/admin/`` (registering Archives) for IAM (SigV4-signed) callers only;
@@ -74,6 +78,12 @@ class Resolver(LambdaService):
             time_to_live_attribute="expires_at",
             actions=REGISTRY_ACTIONS,
         )
+        self.throttle_table = self._add_table(
+            "ThrottleTable",
+            partition_key="counter",
+            time_to_live_attribute="expires_at",
+            actions=THROTTLE_ACTIONS,
+        )
         self.pepper = secretsmanager.Secret(
             self,
             "Pepper",
@@ -88,11 +98,14 @@ class Resolver(LambdaService):
             service="resolver",
             handler=HANDLER,
             description="The IBI resolver: persistent URLs, Archive registration, pages",
-            role_description="The resolver Lambda: its log group, registry table, pepper, X-Ray",
+            role_description=(
+                "The resolver Lambda: its log group, registry and throttle tables, pepper, X-Ray"
+            ),
             memory_size=MEMORY_MB,
             timeout=TIMEOUT,
             environment={
                 "IBI_RESOLVER_TABLE": self.registry_table.table_name,
+                "IBI_THROTTLE_TABLE": self.throttle_table.table_name,
                 "IBI_RESOLVER_SERVICE_IBI": service_ibi,
                 "IBI_PEPPER_SECRET_ARN": self.pepper.secret_arn,
                 "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),

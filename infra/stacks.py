@@ -139,6 +139,11 @@ class ArchiveStack(Stack):
             "Archive",
             mint_endpoint=self.minting.url,
             mint_subsystem=config.mint_subsystem,
+            # Its own subsystems: the only IBIs it takes an original for without a transfer or
+            # an operator's import (functions/archive/service.py).
+            subsystem_prefixes=[
+                prefix for s in minting.subsystems for prefix in (s.rep_prefix, s.ibip_prefix)
+            ],
             base_url=config.base_url,
             platform_software=config.platform_software,
             urlkey_ttl_seconds=config.urlkey_ttl_seconds,

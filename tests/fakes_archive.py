@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from functions.archive.files import FileMissing
+from functions.archive.files import FileMismatch, FileMissing
+from functions.archive.mapping import item_to_mapping
 from functions.archive.model import Forms, Item, Profile
 from functions.archive.store import ItemExists, StaleItem
 from ibi.core.labels import IBI
@@ -45,6 +46,14 @@ class MemoryItemStore:
             if self.items[item.key].version != expected_version:
                 raise StaleItem(item.key)
             self.items[item.key] = item
+
+    def remove(self, item: Item) -> None:
+        with self._lock:
+            if self.items[item.key].version != item.version:
+                raise StaleItem(item.key)
+            del self.items[item.key]
+            for label in item.ibi.labels:
+                self.aliases.pop(label, None)
 
     def note_item(self, item: Item) -> None:
         for language in (item.language, *(t.language for t in item.translations)):
@@ -94,33 +103,66 @@ class MemoryItemStore:
 
 
 class MemoryFileStore:
-    """``functions.archive.content.FileStore`` in a dict of bytes."""
+    """``functions.archive.content.FileStore`` in dicts of bytes: published files, uploads (by
+    announced SHA-256) and previous versions, as ``S3FileStore`` keeps them under three prefixes."""
 
     def __init__(self) -> None:
         self.files: dict[tuple[str, str], bytes] = {}
+        self.uploads: dict[tuple[str, str, str], bytes] = {}
+        self.versions: dict[tuple[str, str, str], bytes] = {}
 
     def put(self, item_key: str, path: str, data: bytes) -> None:
+        """Bytes at the published key (bit rot, or what an earlier version stored)."""
         self.files[(item_key, path)] = data
+
+    def upload(self, item_key: str, path: str, data: bytes, announced: bytes | None = None) -> None:
+        """What the client's presigned PUT does: bytes at the upload key of ``announced``."""
+        sha256 = hashlib.sha256(data if announced is None else announced).hexdigest()
+        self.uploads[(item_key, path, sha256)] = data
 
     def presign_upload(
         self, item_key: str, path: str, *, sha256_hex: str, size: int, content_type: str
     ) -> dict[str, Any]:
-        url = f"memory://{item_key}/{path}"
+        url = f"memory://uploads/{item_key}/{sha256_hex}/{path}"
         return {"url": url, "method": "PUT", "headers": {"Content-Length": str(size)}}
 
     def commit(self, item_key: str, path: str, *, sha256_hex: str, size: int) -> None:
+        data = self.uploads.get((item_key, path, sha256_hex))
+        if data is None:
+            raise FileMissing(item_key, path)
+        found = hashlib.sha256(data).hexdigest()
+        if len(data) != size:
+            raise FileMismatch(item_key, path, "size", expected=str(size), found=str(len(data)))
+        if found != sha256_hex:
+            raise FileMismatch(item_key, path, "sha256", expected=sha256_hex, found=found)
+        self.files[(item_key, path)] = data
+
+    def keep_version(self, item_key: str, path: str, *, sha256_hex: str) -> None:
         if (item_key, path) not in self.files:
             raise FileMissing(item_key, path)
+        self.versions[(item_key, path, sha256_hex)] = self.files[(item_key, path)]
 
-    def presign_download(self, item_key: str, path: str, *, filename: str | None = None) -> str:
-        return f"memory://{item_key}/{path}?download={filename}"
+    def presign_download(
+        self,
+        item_key: str,
+        path: str,
+        *,
+        filename: str | None = None,
+        version: str | None = None,
+    ) -> str:
+        where = f"history/{version}/" if version else ""
+        return f"memory://{where}{item_key}/{path}?download={filename}"
 
     def read(self, item_key: str, path: str, *, max_bytes: int) -> bytes:
         if (item_key, path) not in self.files:
             raise FileMissing(item_key, path)
         return self.files[(item_key, path)]
 
-    def sha256_of(self, item_key: str, path: str) -> str:
+    def sha256_of(self, item_key: str, path: str, *, version: str | None = None) -> str:
+        if version is not None:
+            if (item_key, path, version) not in self.versions:
+                raise FileMissing(item_key, path)
+            return hashlib.sha256(self.versions[(item_key, path, version)]).hexdigest()
         return hashlib.sha256(self.read(item_key, path, max_bytes=1 << 30)).hexdigest()
 
 
@@ -146,27 +188,92 @@ class MemoryMinter:
             return forms
 
 
-@dataclass
-class MemoryReceiver:
-    """A receiving Archive's deposit API (``functions.archive.transfer.Receiver``)."""
+class MemoryArchive:
+    """A whole receiving Archive in memory, as its deposit API answers a sending one (the
+    ``functions.archive.transfer.Receiver`` port): its own store, files and services.
 
-    refuse: Exception | None = None
-    created: list[dict[str, Any]] = field(default_factory=list)
-    uploads: list[tuple[str, list[tuple[str, bytes, str]]]] = field(default_factory=list)
-    links: list[Any] = field(default_factory=list)
+    Misbehaviour, by step (``receive``, ``upload``, ``item``, ``complete``, ``cancel``):
+    ``fail[step]`` is raised instead of doing it; ``lose[step]`` is raised after doing it (the
+    answer lost); ``answers[step]`` is answered instead of the real answer (``None``: an empty
+    200); ``skip_uploads`` drops the files on the floor and answers as if they were taken.
+    """
 
-    def create(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> dict[str, Any]:
-        if self.refuse is not None:
-            raise self.refuse
-        self.created.append(body)
-        return {**body, "state": "Original"}
+    def __init__(self, *, principal: str = "archive:sender") -> None:
+        from functions.archive.content import ContentService
+        from functions.archive.service import ArchiveService
+        from functions.archive.views import ArchiveViews
+        from tests.fakes import FakeClock
+
+        self.store = MemoryItemStore()
+        self.files = MemoryFileStore()
+        self.service = ArchiveService(self.store, clock=FakeClock(Decimal(1795473100)))
+        self.content = ContentService(
+            self.service,
+            views=ArchiveViews("https://receiver.example.org"),
+            files=self.files,
+            serve_inline_bytes=1024,
+        )
+        self.principal = principal
+        self.fail: dict[str, BaseException] = {}
+        self.lose: dict[str, BaseException] = {}
+        self.answers: dict[str, Any] = {}
+        self.skip_uploads = False
+        self.calls: list[str] = []
+        self.watch: Any = None  # called with each step's name before it is taken
+
+    def _step(self, name: str, do: Any) -> Any:
+        self.calls.append(name)
+        if self.watch is not None:
+            self.watch(name)
+        if name in self.fail:
+            raise self.fail[name]
+        answer = do()
+        if name in self.lose:
+            raise self.lose[name]
+        return self.answers.get(name, answer) if name in self.answers else answer
+
+    def held(self, ibi: str) -> Item | None:
+        return self.store.get(Forms.of(ibi).key)
+
+    def receive_transfer(self, body: dict[str, Any]) -> Any:
+        return self._step(
+            "receive",
+            lambda: item_to_mapping(self.content.receive_transfer(body, self.principal)),
+        )
 
     def upload_files(
         self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
-    ) -> dict[str, Any]:
-        self.uploads.append((ibi, files))
-        return {"ibi": ibi, "files": [path for path, _, _ in files]}
+    ) -> Any:
+        def do() -> Any:
+            declared = []
+            for path, data, content_type in files:
+                if not self.skip_uploads:
+                    self.files.upload(Forms.of(ibi).key, path, data)
+                sha256 = hashlib.sha256(data).hexdigest()
+                declared.append(
+                    {
+                        "path": path,
+                        "sha256": sha256,
+                        "size": len(data),
+                        "content_type": content_type,
+                    }
+                )
+            if self.skip_uploads:
+                return {"ibi": ibi}
+            body: dict[str, Any] = {"files": declared, "default_file": default_file}
+            item, _ = self.content.commit_files(ibi, body, self.principal)
+            return item_to_mapping(item)
 
-    def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
-        self.links.append(body)
-        return {"ibi": query.get("ibi"), "linked": body}
+        return self._step("upload", do)
+
+    def item(self, ibi: str) -> Any:
+        return self._step("item", lambda: item_to_mapping(self.service.get(ibi)))
+
+    def complete_transfer(self, ibi: str) -> Any:
+        return self._step(
+            "complete",
+            lambda: item_to_mapping(self.content.complete_transfer(ibi, self.principal)),
+        )
+
+    def cancel_transfer(self, ibi: str) -> Any:
+        return self._step("cancel", lambda: item_to_mapping(self.service.cancel_transfer(ibi)))

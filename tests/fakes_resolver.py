@@ -1,4 +1,5 @@
-"""In-memory stand-ins for the resolver's ports: the registry, the Archive transport, the pepper.
+"""In-memory stand-ins for the resolver's ports: the registry, the throttle, the Archive
+transport, the pepper.
 
 No socket, no DynamoDB: unit tests of the registration service and the fan-out use only these.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from functions.resolver.network import Endpoint, Outcome, Request, UnsafeAddress
 from functions.resolver.registry import Contact, RegisteredArchive
+from functions.resolver.throttle import Tally
 from ibi.core.pairlist import PairList, parse_pair_list
 
 
@@ -20,10 +22,10 @@ class MemoryRegistry:
 
     def __init__(self) -> None:
         self.items: dict[str, RegisteredArchive] = {}
-        self.failures: dict[str, int] = {}
-        self.blocked: dict[str, int] = {}
         self.notes: list[tuple[str, str]] = []
-        self.reads = 0  # how many times the whole registry was listed
+        self.reads = 0  # how many times the whole registry was listed (a Scan in DynamoDB)
+        self.generation_reads = 0  # how many times the generation was read (a GetItem)
+        self.changes = 0  # the generation
         self._lock = threading.Lock()
 
     def get(self, service_ibi: str) -> RegisteredArchive | None:
@@ -38,6 +40,7 @@ class MemoryRegistry:
             self.items[service_ibi] = replace(
                 base, forms=forms, key_hash=key_hash, included=included
             )
+            self.changes += 1
 
     def include(self, service_ibi: str, contact: Contact, *, at: str, confirmed: bool) -> None:
         with self._lock:
@@ -52,12 +55,14 @@ class MemoryRegistry:
                 admin_email=contact.admin_email,
                 confirmed=confirmed,
             )
+            self.changes += 1
 
     def exclude(self, service_ibi: str, *, at: str) -> None:
         with self._lock:
             self.items[service_ibi] = replace(
                 self.items[service_ibi], included=False, changed_at=at
             )
+            self.changes += 1
 
     def note_answer(self, service_ibi: str, *, at: str, outcome: str) -> None:
         with self._lock:
@@ -72,18 +77,10 @@ class MemoryRegistry:
             self.reads += 1
             return sorted(self.items.values(), key=lambda a: a.service_ibi)
 
-    def blocked_until(self, service_ibi: str) -> int:
+    def generation(self) -> int:
         with self._lock:
-            return self.blocked.get(service_ibi, 0)
-
-    def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int:
-        with self._lock:
-            failures = self.failures.get(service_ibi, 0) + 1
-            self.failures[service_ibi] = failures
-            if failures >= limit:
-                self.blocked[service_ibi] = now + window
-                self.failures[service_ibi] = 0
-            return failures
+            self.generation_reads += 1
+            return self.changes
 
     def add(self, service_ibi: str, address: str, *, included: bool = True) -> None:
         """An Archive registered and switched on directly (for fan-out tests)."""
@@ -91,6 +88,33 @@ class MemoryRegistry:
             self.items[service_ibi] = RegisteredArchive(
                 service_ibi, {"ibip": service_ibi}, "hash", included=included, address=address
             )
+            self.changes += 1
+
+
+class MemoryThrottle:
+    """The :class:`Throttle` contract, in memory: the same fixed windows as DynamoDB's."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Tally] = {}
+        self.expires_at: dict[str, int] = {}  # each item's TTL, as the table keeps it
+        self.reads = 0
+        self._lock = threading.Lock()
+
+    def tally(self, counter: str, *, now: int) -> Tally:
+        with self._lock:
+            self.reads += 1
+            return self.items.get(counter, Tally())
+
+    def count_failure(self, counter: str, *, now: int, window: int, weight: int = 1) -> Tally:
+        with self._lock:
+            held = self.items.get(counter)
+            if held is not None and held.window_ends > now:
+                counted = Tally(held.failures + weight, held.window_ends)
+            else:
+                counted = Tally(weight, now + window)
+                self.expires_at[counter] = now + window
+            self.items[counter] = counted
+            return counted
 
 
 @dataclass

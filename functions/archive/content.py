@@ -2,13 +2,16 @@
 
 Pure decisions over ports: which answer a file request gets (410 for a tombstone, the external
 URL, 304 for a cached copy, a presigned URL for a large file, or the bytes after their SHA-256
-is checked again), the file-list and metadata pages, uploads and their check, ``verify`` and a
-transfer. Each returns an answer object; the handler turns it into HTTP.
+is checked again), the file-list and metadata pages, uploads and their check (a published
+file never changes there), an operator's revision (the previous version kept), ``verify`` and a
+transfer. Each returns an answer object; the handler turns it into HTTP. An item on its way in
+(an incoming transfer) is shown to no one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,7 +20,7 @@ from functions.archive.errors import BadRequest, NotHeld
 from functions.archive.mapping import item_to_mapping
 from functions.archive.model import Item, StoredFile
 from functions.archive.parsing import declared_files
-from functions.archive.service import ArchiveService
+from functions.archive.service import UNKNOWN, ArchiveService, reason_of
 from functions.archive.transfer import Receiver, Transferred, check_item, transfer
 from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
 
@@ -33,17 +36,27 @@ class FileStore(Protocol):
         self, item_key: str, path: str, *, sha256_hex: str, size: int, content_type: str
     ) -> dict[str, Any]: ...
     def commit(self, item_key: str, path: str, *, sha256_hex: str, size: int) -> None: ...
-    def presign_download(self, item_key: str, path: str, *, filename: str | None = None) -> str: ...
+    def keep_version(self, item_key: str, path: str, *, sha256_hex: str) -> None: ...
+    def presign_download(
+        self,
+        item_key: str,
+        path: str,
+        *,
+        filename: str | None = None,
+        version: str | None = None,
+    ) -> str: ...
     def read(self, item_key: str, path: str, *, max_bytes: int) -> bytes: ...
-    def sha256_of(self, item_key: str, path: str) -> str: ...
+    def sha256_of(self, item_key: str, path: str, *, version: str | None = None) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Receivers:
-    """How to reach a receiving Archive: ``connect(url)``, and the failures it may raise."""
+    """How to reach a receiving Archive: ``connect(url)`` (which applies the address rules and
+    may raise ``BadRequest``), and how long a transfer may take in all (the Lambda has 29 s)."""
 
     connect: Callable[[str], Receiver]
-    errors: Callable[[], tuple[type[Exception], ...]]
+    budget_seconds: float = 26.0
+    clock: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +112,16 @@ class ContentService:
 
     # -- public pages ----------------------------------------------------------------------------
 
+    def _public(self, label: str) -> Item:
+        """The item as the public sees it: an incoming transfer is not held yet."""
+        item = self.archive.get(label)
+        if item.pending:
+            raise NotHeld(f"this Archive holds no item {label!r} yet")
+        return item
+
     def serve_file(self, label: str, path: str, if_none_match: str | None) -> FileAnswer:
         """``GET /col/<ibi>[/<path>]``: the file, or where to get it, never damaged bytes."""
-        item = self.archive.get(label)
+        item = self._public(label)
         if item.deleted:
             return FileAnswer(410, page=Page(410, file_list_page(item, self.views)))
         chosen = item.file(path) if path else item.main_file
@@ -129,16 +149,17 @@ class ContentService:
         if hashlib.sha256(data).hexdigest() != chosen.sha256:
             page = Page(500, "<!doctype html><p>This file failed its integrity check.</p>")
             return FileAnswer(500, page=page, damaged=True, path=chosen.path)
-        return FileAnswer(200, headers, page=Page(200, data, chosen.content_type, headers))
+        page = Page(200, data, chosen.content_type, headers)
+        return FileAnswer(200, headers, page=page, path=chosen.path)
 
     def file_list(self, label: str) -> Page:
         """``GET /list/<ibi>``: the file-list page (403 when the item is not listable)."""
-        item = self.archive.get(label)
+        item = self._public(label)
         return Page(200 if item.listable else 403, file_list_page(item, self.views))
 
     def metadata(self, label: str, format: str | None) -> Page:
         """``GET /metadata/<ibi>``: the metadata page, or the oai_dc record."""
-        item = self.archive.get(label)
+        item = self._public(label)
         if not item.dc:
             raise NotHeld(f"{item.key} has no metadata in this Archive")
         cache = {"Cache-Control": CACHE_METADATA}
@@ -181,17 +202,59 @@ class ContentService:
         ]
         return {"ibi": item.ibi.to_mapping(), "uploads": uploads}
 
-    def commit_files(self, label: str, body: Any) -> tuple[Item, int]:
-        """Check uploaded files against their SHA-256 and size, then add them to the item."""
+    def commit_files(self, label: str, body: Any, principal: str = UNKNOWN) -> tuple[Item, int]:
+        """Check uploaded files against their SHA-256 and size, then publish them in the item.
+
+        Only files the item does not publish yet are added (by its depositor, see
+        :meth:`ArchiveService.files_to_add`); the same bytes again change nothing; other bytes
+        at a published path are refused before anything is written.
+        """
         declared = declared_files(body)
-        item = self.archive.get(label)
-        files = self._store()
-        for stored in declared:
-            files.commit(item.key, stored.path, sha256_hex=stored.sha256, size=stored.size)
         default = body.get("default_file")
-        if default is not None and not isinstance(default, str):
-            raise BadRequest('"default_file" must be the path of one of the item\'s files')
-        return self.archive.set_files(label, declared, default), len(declared)
+        item, new = self.archive.files_to_add(label, declared, default, principal)
+        if new:
+            files = self._store()
+            for stored in new:
+                files.commit(item.key, stored.path, sha256_hex=stored.sha256, size=stored.size)
+        return self.archive.add_files(label, new, default), len(new)
+
+    def revise_files(self, label: str, body: Any, principal: str = UNKNOWN) -> tuple[Item, int]:
+        """An operator's revision: ``{"files": […], "reason", "default_file"?}`` adds or replaces
+        files of any item; each replaced version is kept (``history/``) and every change is
+        recorded in the item's history (who, when, why, both checksums)."""
+        declared = declared_files(body)
+        reason = reason_of(body)
+        item, changes = self.archive.files_to_revise(label, declared)
+        if changes:
+            files, key = self._store(), item.key
+            for change in changes:
+                if change.old is not None:
+                    files.keep_version(key, change.old.path, sha256_hex=change.old.sha256)
+                new = change.new
+                files.commit(key, new.path, sha256_hex=new.sha256, size=new.size)
+        item = self.archive.revise_files(
+            label,
+            changes,
+            reason=reason,
+            principal=principal,
+            default=body.get("default_file"),
+        )
+        return item, len(changes)
+
+    def previous_version(self, label: str, path: str | None, sha256: str | None) -> dict[str, Any]:
+        """Where to download a replaced version of a file (``GET /api/item/previous``)."""
+        item = self.archive.get(label)
+        kept = {(r.path, r.old_sha256): r for r in item.history if r.action == "replaced"}
+        revision = kept.get((path, (sha256 or "").lower()))
+        if revision is None or revision.path is None or revision.old_sha256 is None:
+            raise NotHeld(
+                f"{item.key} has no previous version {sha256!r} of {path!r}: see its history"
+            )
+        name = revision.path.rsplit("/", 1)[-1]
+        url = self._store().presign_download(
+            item.key, revision.path, filename=name, version=revision.old_sha256
+        )
+        return {"path": revision.path, **revision.to_mapping()["old"], "url": url}
 
     def verify(self, label: str | None, after: str | None) -> Verification:
         """Stored files against their SHA-256; a copy against the original's checksum."""
@@ -212,12 +275,24 @@ class ContentService:
             )
         if self._receivers is None:
             raise BadRequest("this Archive transfers nothing")
-        receiver = self._receivers.connect(body["to"])
+        receivers = self._receivers
+        ends = receivers.clock() + receivers.budget_seconds
+        receiver = receivers.connect(body["to"])
         return transfer(
             self.archive,
             self._files,
             receiver,
             label,
             leave=str(body.get("leave", "copy")),
-            errors=self._receivers.errors(),
+            remaining=lambda: ends - receivers.clock(),
         )
+
+    # -- the receiving side of a transfer ----------------------------------------------------
+
+    def receive_transfer(self, body: Any, principal: str = UNKNOWN) -> Item:
+        return self.archive.receive_transfer(body, principal=principal)
+
+    def complete_transfer(self, label: str, principal: str = UNKNOWN) -> Item:
+        """Promote an incoming transfer: one conditional write (each file's bytes were checked
+        by its commit), so that it is quick and either it or a cancellation wins."""
+        return self.archive.complete_transfer(label, principal=principal)

@@ -5,13 +5,23 @@ the item's key (its main label, which holds slashes: ``8JMKD3MGP8W/35MME4E``,
 ``sid.inpe.br/mtc-m18/2009/07.21.13.23``) percent-encoded as one segment, so that no two
 (item, path) pairs share a key and one item's files are exactly the keys under its segment.
 
+Three places in the bucket, each a prefix of its own:
+
+* ``items/<item>/<path>``: the published files, the bytes persistent URLs serve. Only this
+  Lambda writes there (by a server-side copy): no presigned URL ever points there, so no
+  upload can change a published file.
+* ``uploads/<item>/<sha256>/<path>``: where a presigned PUT lands (one key per announced
+  content), kept until the bucket's lifecycle rule expires it (a day, ``infra/archive.py``).
+* ``history/<item>/<sha256>/<path>``: the previous versions of replaced files, under the
+  SHA-256 they were published with, kept for good.
+
 Large files go straight to S3 through a presigned PUT, then :meth:`S3FileStore.commit` checks
-what arrived before the item lists the file. On AWS the URL is signed over the length, the
+what arrived and copies it to its published key. On AWS the URL is signed over the length, the
 content type and ``x-amz-checksum-sha256``, so S3 refuses any other length, type or body
 (``BadDigest``) and keeps the SHA-256 it verified, which the commit reads back. Emulators
 check less (s3rver none of it, moto no checksum; see ``ibi_tools/local/s3.py``): there the
 commit reads the object and hashes it, which is also what it does whenever no trustworthy
-checksum is stored.
+checksum is stored. A copy is one request up to 5 GiB (S3's limit for CopyObject, as for PUT).
 
 The client must presign with SigV4 (``Config(signature_version="s3v4")``): botocore presigns
 with SigV2 by default in us-east-1, which does not sign the length (and which S3 is retiring);
@@ -153,13 +163,20 @@ class S3FileStore:
         bucket: str,
         *,
         prefix: str = "items/",
+        uploads_prefix: str = "uploads/",
+        history_prefix: str = "history/",
         trust_stored_checksum: bool = True,
     ) -> None:
-        if prefix and not prefix.endswith("/"):
-            raise ValueError(f"the prefix {prefix!r} must end with '/'")
+        prefixes = {prefix, uploads_prefix, history_prefix}
+        if len(prefixes) != 3 or any(not p or not p.endswith("/") for p in prefixes - {""}):
+            raise ValueError(f"the prefixes {sorted(prefixes)} must differ and end with '/'")
+        if not uploads_prefix or not history_prefix:
+            raise ValueError("uploads and previous versions need prefixes of their own")
         self._client = client
         self._bucket = bucket
         self._prefix = prefix
+        self._uploads = uploads_prefix
+        self._history = history_prefix
         self._trust_stored_checksum = trust_stored_checksum
 
     @property
@@ -168,17 +185,32 @@ class S3FileStore:
 
     # -- keys ----------------------------------------------------------------------------------
 
-    def _item_prefix(self, item_key: str) -> str:
+    def _item_prefix(self, item_key: str, prefix: str | None = None) -> str:
         if not item_key:
             raise InvalidInput("item", "empty item key")
-        return f"{self._prefix}{quote(item_key, safe='')}/"
+        return f"{self._prefix if prefix is None else prefix}{quote(item_key, safe='')}/"
 
-    def object_key(self, item_key: str, path: str) -> str:
-        """The key of file ``path`` of item ``item_key``: ``<prefix><item %-encoded>/<path>``."""
-        key = self._item_prefix(item_key) + file_path(path)
+    @staticmethod
+    def _checked(key: str, path: str) -> str:
         if len(key.encode("utf-8")) > MAX_KEY_BYTES:
             raise InvalidInput("path", f"{path!r} makes a key over {MAX_KEY_BYTES} bytes")
         return key
+
+    def object_key(self, item_key: str, path: str) -> str:
+        """The key of file ``path`` of item ``item_key``: ``<prefix><item %-encoded>/<path>``."""
+        return self._checked(self._item_prefix(item_key) + file_path(path), path)
+
+    def upload_key(self, item_key: str, path: str, sha256_hex: str) -> str:
+        """Where an upload of ``path`` with SHA-256 ``sha256_hex`` lands before its commit."""
+        _digest(sha256_hex)
+        prefix = self._item_prefix(item_key, self._uploads)
+        return self._checked(f"{prefix}{sha256_hex}/{file_path(path)}", path)
+
+    def version_key(self, item_key: str, path: str, sha256_hex: str) -> str:
+        """Where the version of ``path`` published with SHA-256 ``sha256_hex`` is kept."""
+        _digest(sha256_hex)
+        prefix = self._item_prefix(item_key, self._history)
+        return self._checked(f"{prefix}{sha256_hex}/{file_path(path)}", path)
 
     # -- uploads -------------------------------------------------------------------------------
 
@@ -207,8 +239,9 @@ class S3FileStore:
     ) -> dict[str, Any]:
         """A PUT the uploader sends with exactly ``headers``; :meth:`commit` it afterwards.
 
-        On AWS the signature covers the length, the content type and the SHA-256 (S3 checks
-        the body against it), so the URL can store nothing but the announced file.
+        The URL writes the upload's own key, never a published file. On AWS the signature
+        covers the length, the content type and the SHA-256 (S3 checks the body against it),
+        so the URL can store nothing but the announced file.
         """
         checksum = _b64(_digest(sha256_hex))
         _check_size(size)
@@ -217,7 +250,7 @@ class S3FileStore:
             "put_object",
             {
                 "Bucket": self._bucket,
-                "Key": self.object_key(item_key, path),
+                "Key": self.upload_key(item_key, path, sha256_hex),
                 "ContentLength": size,
                 "ContentType": content_type,
                 "ChecksumSHA256": checksum,
@@ -232,14 +265,56 @@ class S3FileStore:
         return {"url": url, "method": "PUT", "headers": headers}
 
     def commit(self, item_key: str, path: str, *, sha256_hex: str, size: int) -> None:
-        """Check that the uploaded file has ``size`` bytes and SHA-256 ``sha256_hex``.
+        """Check the upload of ``path`` (``size`` bytes, SHA-256 ``sha256_hex``), then publish
+        it: copy it to the file's published key (whatever was there is replaced: the caller
+        decides, from the item, whether that may happen).
 
         Raises :class:`FileMissing` when nothing was uploaded and :class:`FileMismatch` when
-        something else was (the object stays: the caller decides whether to delete it).
+        something else was (the upload stays, until the lifecycle rule expires it).
         """
+        upload = self.upload_key(item_key, path, sha256_hex)
+        self._check(upload, item_key, path, sha256_hex=sha256_hex, size=size)
+        published = self.object_key(item_key, path)
+        if not self._published_already(published, sha256_hex, size):
+            self._copy(upload, published, (item_key, path), "publishing a file")
+
+    def _published_already(self, key: str, sha256_hex: str, size: int) -> bool:
+        """Whether ``key`` holds these bytes by S3's own checksum (a commit retried after its
+        copy outlasted the API's 29 s: a copy of several GiB may); never on an emulator."""
+        try:
+            head = self._client.head_object(Bucket=self._bucket, Key=key, ChecksumMode="ENABLED")
+        except (ClientError, BotoCoreError):
+            return False
+        stored = self._stored_sha256(head)
+        return stored == sha256_hex and int(head["ContentLength"]) == size
+
+    def keep_version(self, item_key: str, path: str, *, sha256_hex: str) -> None:
+        """Keep the published bytes of ``path`` (SHA-256 ``sha256_hex``) as a previous version,
+        before a replacement overwrites them."""
+        self._copy(
+            self.object_key(item_key, path),
+            self.version_key(item_key, path, sha256_hex),
+            (item_key, path),
+            "keeping a previous version",
+        )
+
+    def _copy(self, source: str, target: str, file: tuple[str, str], action: str) -> None:
+        try:
+            self._client.copy_object(
+                Bucket=self._bucket,
+                Key=target,
+                CopySource={"Bucket": self._bucket, "Key": source},
+                ChecksumAlgorithm="SHA256",
+            )
+        except (ClientError, BotoCoreError) as error:
+            if _is_missing(error):
+                raise FileMissing(*file) from error
+            raise _store_error(error, action) from error
+
+    def _check(self, key: str, item_key: str, path: str, *, sha256_hex: str, size: int) -> None:
+        """The object at ``key`` has ``size`` bytes and SHA-256 ``sha256_hex``."""
         _digest(sha256_hex)
         _check_size(size)
-        key = self.object_key(item_key, path)
         try:
             head = self._client.head_object(Bucket=self._bucket, Key=key, ChecksumMode="ENABLED")
         except (ClientError, BotoCoreError) as error:
@@ -270,14 +345,27 @@ class S3FileStore:
             return None
         return digest.hex() if len(digest) == 32 else None
 
-    def put(self, item_key: str, path: str, data: bytes, content_type: str) -> tuple[str, int]:
-        """Store a small file sent through the API; S3 checks it against its SHA-256."""
+    def put(
+        self,
+        item_key: str,
+        path: str,
+        data: bytes,
+        content_type: str,
+        *,
+        announced: str | None = None,
+    ) -> tuple[str, int]:
+        """Store a small file at its published key, or (``announced``: a SHA-256) at the upload
+        key of that announcement, as the client's presigned PUT does; S3 checks it against its
+        SHA-256. Tests and tools only."""
         _check_size(len(data))
         digest = hashlib.sha256(data).digest()
+        key = self.object_key(item_key, path)
+        if announced is not None:
+            key = self.upload_key(item_key, path, announced)
         try:
             self._client.put_object(
                 Bucket=self._bucket,
-                Key=self.object_key(item_key, path),
+                Key=key,
                 Body=data,
                 ContentType=_header_value("content_type", content_type),
                 ChecksumSHA256=_b64(digest),
@@ -289,10 +377,20 @@ class S3FileStore:
     # -- downloads -----------------------------------------------------------------------------
 
     def presign_download(
-        self, item_key: str, path: str, *, expires: int = 300, filename: str | None = None
+        self,
+        item_key: str,
+        path: str,
+        *,
+        expires: int = 300,
+        filename: str | None = None,
+        version: str | None = None,
     ) -> str:
-        """A GET URL for the file; with ``filename``, browsers save it under that name."""
-        params: dict[str, Any] = {"Bucket": self._bucket, "Key": self.object_key(item_key, path)}
+        """A GET URL for the file (``version``: the one published with that SHA-256, kept when
+        it was replaced); with ``filename``, browsers save it under that name."""
+        key = self.object_key(item_key, path)
+        if version is not None:
+            key = self.version_key(item_key, path, version)
+        params: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
         if filename is not None:
             params["ResponseContentDisposition"] = attachment(filename)
         return self._presign("get_object", params, expires)
@@ -345,9 +443,13 @@ class S3FileStore:
                 raise _store_error(error, "hashing a file") from error
         return sha256.hexdigest(), size
 
-    def sha256_of(self, item_key: str, path: str) -> str:
-        """The SHA-256 (hex) of the stored bytes, computed by reading them (for ``verify``)."""
-        return self._hash(self.object_key(item_key, path), item_key, path)[0]
+    def sha256_of(self, item_key: str, path: str, *, version: str | None = None) -> str:
+        """The SHA-256 (hex) of the stored bytes, computed by reading them (for ``verify``);
+        ``version``: of the previous version kept under that SHA-256."""
+        key = self.object_key(item_key, path)
+        if version is not None:
+            key = self.version_key(item_key, path, version)
+        return self._hash(key, item_key, path)[0]
 
     # -- deletion ------------------------------------------------------------------------------
 

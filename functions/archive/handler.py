@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.archive import wiring
+from functions.archive import views, wiring
 from functions.archive.content import FileAnswer, Page
 from functions.archive.errors import ArchiveError, BadRequest, NotHeld, ProtocolError
 from functions.archive.files import FileMismatch, FileMissing, FileStoreError, FileTooLarge
@@ -69,13 +69,14 @@ def pairs_response(status: int, pairs: PairList) -> Response[str]:
 
 
 def page_response(page: Page) -> Response[Any]:
+    """One of the Archive's own documents: a page (under its strict CSP) or an XML record."""
     if page.content_type == "html":
-        return html_response(page.status, str(page.body), **page.headers)
+        return html_response(page.status, str(page.body), **page.headers, **views.PAGE_HEADERS)
     return Response(
         status_code=page.status,
         content_type=page.content_type,
-        body=page.body,  # bytes: Powertools sends them base64-encoded
-        headers=page.headers,
+        body=page.body,
+        headers={**page.headers, "X-Content-Type-Options": "nosniff"},
     )
 
 
@@ -83,8 +84,17 @@ def file_response(answer: FileAnswer, label: str) -> Response[Any]:
     if answer.damaged:  # never serve damaged content
         count("IntegrityProblems")
         logger.error("file damaged", extra={"ibi": label, "path": answer.path})
-    if answer.page is not None:
-        return page_response(answer.page)
+    page = answer.page
+    if page is not None and answer.status == 200 and isinstance(page.body, bytes):
+        # A deposited file's bytes: never a page of this origin (views.file_headers).
+        return Response(
+            status_code=200,
+            content_type=page.content_type,
+            body=page.body,  # bytes: Powertools sends them base64-encoded
+            headers={**page.headers, **views.file_headers(page.content_type, answer.path)},
+        )
+    if page is not None:
+        return page_response(page)
     return Response(status_code=answer.status, body="", headers=answer.headers)
 
 
@@ -106,6 +116,11 @@ def item_label() -> str:
     if not label:
         raise BadRequest("say which item: ?ibi=<label>")
     return label
+
+
+def principal() -> str:
+    """Who is asking: the IAM principal in AWS, ``anonymous:<ip>`` locally."""
+    return edge.requester(app.current_event)
 
 
 def item_json(status: int, item: Item) -> Response[str]:
@@ -155,16 +170,18 @@ def get_service() -> Response[str]:
 @app.post("/api/items")
 def create_original() -> Response[str]:
     key = edge.idempotency_key(app.current_event, error=BadRequest, max_length=MAX_IDEMPOTENCY_KEY)
-    item = site().content.archive.create_original(body(), idempotency_key=key)
+    item = site().content.archive.create_original(
+        body(), idempotency_key=key, principal=principal()
+    )
     count("ItemsCreated")
-    logger.info("original created", extra={"ibi": item.key})
+    logger.info("original created", extra={"ibi": item.key, "by": item.creator})
     return item_json(201, item)
 
 
 @app.post("/api/copies")
 def create_copy() -> Response[str]:
-    item = site().content.archive.add_copy(body())
-    logger.info("copy added", extra={"ibi": item.key})
+    item = site().content.archive.add_copy(body(), principal=principal())
+    logger.info("copy added", extra={"ibi": item.key, "by": item.creator})
     return item_json(201, item)
 
 
@@ -208,9 +225,54 @@ def presign_uploads() -> Response[str]:
 @app.post("/api/item/files")
 def commit_files() -> Response[str]:
     """Check uploaded files against their SHA-256 and size, then add them to the item."""
-    item, files = site().content.commit_files(item_label(), body())
+    item, files = site().content.commit_files(item_label(), body(), principal())
     logger.info("files committed", extra={"ibi": item.key, "files": files})
     return item_json(200, item)
+
+
+@app.post("/api/item/files/replace")
+def revise_files() -> Response[str]:
+    """An operator adds or replaces files of any item; previous versions kept, all recorded."""
+    item, files = site().content.revise_files(item_label(), body(), principal())
+    logger.info("files revised", extra={"ibi": item.key, "files": files, "by": principal()})
+    return item_json(200, item)
+
+
+@app.get("/api/item/previous")
+def previous_version() -> Response[str]:
+    """A replaced version of a file: its checksum and a short-lived download URL."""
+    answer = site().content.previous_version(item_label(), query("path"), query("sha256"))
+    return json_response(200, answer)
+
+
+@app.post("/api/imports")
+def import_original() -> Response[str]:
+    """An original for an IBI of another subsystem, authorised by an operator (recorded)."""
+    item = site().content.archive.import_original(body(), principal=principal())
+    logger.info("original imported", extra={"ibi": item.key, "by": item.creator})
+    return item_json(201, item)
+
+
+@app.post("/api/transfers")
+def receive_transfer() -> Response[str]:
+    """The receiving side of a transfer: hold the item, answering no one yet (transfer.py)."""
+    item = site().content.receive_transfer(body(), principal())
+    logger.info("transfer incoming", extra={"ibi": item.key, "by": item.creator})
+    return item_json(201, item)
+
+
+@app.post("/api/transfers/complete")
+def complete_transfer() -> Response[str]:
+    item = site().content.complete_transfer(item_label(), principal())
+    logger.info("transfer received", extra={"ibi": item.key, "by": principal()})
+    return item_json(200, item)
+
+
+@app.delete("/api/transfers")
+def cancel_transfer() -> Response[str]:
+    item = site().content.archive.cancel_transfer(item_label())
+    logger.info("transfer cancelled", extra={"ibi": item.key, "by": principal()})
+    return json_response(200, {"cancelled": item.ibi.to_mapping()})
 
 
 @app.post("/api/verify")
@@ -272,8 +334,9 @@ def protocol_error(error: ProtocolError) -> Response[str]:
 def archive_error(error: ArchiveError) -> Response[str]:
     if app.current_event.path.startswith("/api/"):
         return error_response(error.status, type(error).__name__, str(error))
-    page = f"<!doctype html><title>{error.status}</title><p>{error}</p>"
-    return html_response(error.status, page)
+    return html_response(
+        error.status, views.error_page(error.status, str(error)), **views.PAGE_HEADERS
+    )
 
 
 @app.exception_handler(TransferFailed)  # type: ignore[untyped-decorator]

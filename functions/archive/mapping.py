@@ -12,11 +12,21 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from functions.archive.model import ContentType, Forms, Item, State, StoredFile, Translation
+from functions.archive.model import (
+    ContentType,
+    Forms,
+    Item,
+    Revision,
+    State,
+    StoredFile,
+    Translation,
+)
 from ibi.core.dates import format_date, iso_date
 
 # What a new original takes (files come through an upload and its check).
 DEPOSIT_FIELDS = ("ibi", "content_type", "language", "url", "transferable", "listable", "dc")
+# The links a transfer carries with the item (in the item's JSON form).
+LINK_FIELDS = ("next_edition", "translations", "metadata", "metadata_oai_dc")
 
 
 def forms_mapping(forms: Forms | None) -> dict[str, str] | None:
@@ -56,6 +66,10 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "dc": {k: list(v) for k, v in item.dc.items()},
         "original_sha256": item.original_sha256,
         "service": item.service,
+        "creator": item.creator,
+        "created": format_date(item.created) if item.created is not None else None,
+        "history": [revision.to_mapping() for revision in item.history],
+        "pending": item.pending,
     }
 
 
@@ -87,6 +101,10 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         dc={k: tuple(v) for k, v in data.get("dc", {}).items()},
         original_sha256=data.get("original_sha256"),
         service=bool(data.get("service", False)),
+        creator=data.get("creator"),
+        created=Decimal(data["created"]) if data.get("created") else None,
+        history=tuple(Revision.from_mapping(r) for r in data.get("history", [])),
+        pending=bool(data.get("pending", False)),
         version=version,
     )
 
@@ -97,6 +115,29 @@ def deposit_body(item: Item) -> dict[str, Any]:
     body = {name: mapping[name] for name in DEPOSIT_FIELDS if mapping[name] is not None}
     body["transferable"] = True
     return body
+
+
+def transfer_body(item: Item) -> dict[str, Any]:
+    """What a receiving Archive takes to hold ``item`` while it comes in (``POST /api/transfers``):
+    the deposit fields and the links, in the item's own JSON form."""
+    mapping = item_to_mapping(item)
+    body = deposit_body(item)
+    del body["transferable"]
+    body.update({name: mapping[name] for name in LINK_FIELDS if mapping[name]})
+    return body
+
+
+def links_from_mapping(data: dict[str, Any]) -> dict[str, Any]:
+    """The links of :func:`transfer_body` as :class:`Item` fields (``InvalidInput`` if wrong)."""
+    return {
+        "next_edition": _forms(data.get("next_edition")),
+        "translations": tuple(
+            Translation(language=t["language"], ibi=_forms(t.get("ibi")), url=t.get("url"))
+            for t in data.get("translations") or []
+        ),
+        "metadata": _forms(data.get("metadata")),
+        "metadata_oai_dc": _forms(data.get("metadata_oai_dc")),
+    }
 
 
 def links_of(item: Item) -> list[dict[str, Any]]:

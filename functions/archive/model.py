@@ -14,7 +14,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from ibi.core.dates import iso_date
+from ibi.core.dates import format_date, iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 
@@ -159,6 +159,72 @@ class StoredFile:
 
 
 @dataclass(frozen=True, slots=True)
+class Revision:
+    """One recorded change to what an item publishes: nothing published changes silently.
+
+    ``action``: ``replaced`` (a file's bytes, the previous ones kept under their SHA-256),
+    ``added`` (a file added by an operator after the deposit), ``imported`` (an original for an
+    IBI of another subsystem, authorised by an operator), ``received`` (an original that came
+    through a transfer). ``by`` is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
+    """
+
+    action: str
+    at: Decimal
+    by: str
+    path: str | None = None
+    old_sha256: str | None = None
+    old_size: int | None = None
+    new_sha256: str | None = None
+    new_size: int | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in REVISION_ACTIONS:
+            raise InvalidInput("history", f"{self.action!r} is not one of {REVISION_ACTIONS}")
+        for checksum in (self.old_sha256, self.new_sha256):
+            if checksum is not None and not _SHA256.fullmatch(checksum):
+                raise InvalidInput("sha256", f"{checksum!r} is not a lower-case hex SHA-256")
+
+    def to_mapping(self) -> dict[str, Any]:
+        def version(sha256: str | None, size: int | None) -> dict[str, Any] | None:
+            return None if sha256 is None else {"sha256": sha256, "size": size}
+
+        return {
+            "action": self.action,
+            "at": iso_date(self.at),
+            "date": format_date(self.at),
+            "by": self.by,
+            "path": self.path,
+            "old": version(self.old_sha256, self.old_size),
+            "new": version(self.new_sha256, self.new_size),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> Revision:
+        old, new = data.get("old") or {}, data.get("new") or {}
+        return cls(
+            action=data["action"],
+            at=Decimal(data["date"]),
+            by=data["by"],
+            path=data.get("path"),
+            old_sha256=old.get("sha256"),
+            old_size=old.get("size"),
+            new_sha256=new.get("sha256"),
+            new_size=new.get("size"),
+            reason=data.get("reason", ""),
+        )
+
+
+REVISION_ACTIONS = ("replaced", "added", "imported", "received")
+
+
+def is_sha256(text: Any) -> bool:
+    """Whether ``text`` is a SHA-256 as 64 lower-case hex digits."""
+    return isinstance(text, str) and _SHA256.fullmatch(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
 class Translation:
     """A translation of the item: its language, and its IBI if it has one."""
 
@@ -195,6 +261,12 @@ class Item:
     dc: dict[str, tuple[str, ...]] = field(default_factory=dict)
     original_sha256: str | None = None
     service: bool = False
+    # Who deposited the item, and when (None for items deposited before this was recorded).
+    creator: str | None = None
+    created: Decimal | None = None
+    history: tuple[Revision, ...] = ()
+    # An original on its way in (a transfer not yet complete): answered to no one.
+    pending: bool = False
     version: int = 0
 
     def __post_init__(self) -> None:

@@ -334,7 +334,8 @@ class ProtocolService:
             return key
 
         def holdings(wanted: str) -> Item | None:
-            return asked if wanted == label else self._store.get(wanted)
+            held = asked if wanted == label else self._store.get(wanted)
+            return None if held is None or held.pending else held  # (an incoming transfer)
 
         pairs, item = make_url_list(
             label,

@@ -4,12 +4,27 @@ Rules kept here: one item per IBI in an Archive; a copy keeps the original's IBI
 checksum); an Archive never holds both; a deletion leaves a tombstone and the IBI is never
 forgotten or reused; the Archive's own service item is an untransferable original, minted
 once by :meth:`ArchiveService.bootstrap`.
+
+Who may do what (issue 11; docs/archive.md, "Who may change what"):
+
+* An original is created here only for an IBI of this Archive's own subsystems (the prefixes of
+  its minting service), minted now or before; any other IBI comes through an operator's
+  import (:meth:`ArchiveService.import_original`) or a transfer
+  (:meth:`ArchiveService.receive_transfer`), each recorded in the item's history.
+* Each item records who deposited it (the principal: an IAM ARN in AWS, ``anonymous:<ip>``
+  locally) and when. Files join it through ``POST /api/item/files`` only from that principal
+  and within :data:`CREATOR_WINDOW` of the deposit (the CI role's longest session): a pipeline
+  completes what its own run deposited, nothing else.
+* A published file never changes through that route: the same bytes again are a no-op, other
+  bytes are :class:`FileExists`. Replacing (or adding a file to anybody's item) is the
+  operator's :meth:`ArchiveService.revise_files`, which keeps the previous version and records
+  who, when, why, and both checksums.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -21,7 +36,17 @@ from functions.archive.errors import (
     NotHeld,
     Unavailable,
 )
-from functions.archive.model import ContentType, Forms, Item, State, StoredFile, Translation
+from functions.archive.mapping import DEPOSIT_FIELDS, LINK_FIELDS, links_from_mapping
+from functions.archive.model import (
+    ContentType,
+    Forms,
+    Item,
+    Revision,
+    State,
+    StoredFile,
+    Translation,
+    is_sha256,
+)
 from functions.archive.parsing import (
     CREATE_FIELDS,
     UPDATE_FIELDS,
@@ -33,20 +58,58 @@ from functions.archive.parsing import (
 )
 from functions.archive.store import ArchiveStoreError, ItemExists, ItemStore, StaleItem
 from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
 
 __all__ = [
     "ArchiveError",
     "ArchiveService",
     "BadRequest",
     "Conflict",
+    "FileExists",
     "Gone",
+    "NotCreator",
     "NotHeld",
+    "NotOwnSubsystem",
     "Unavailable",
 ]
 
 Clock = Callable[[], Decimal]
 Minter = Callable[[str | None, str | None], Forms]  # (subsystem, idempotency key) -> IBI
 UNAVAILABLE = "the Archive's store is unavailable; retry shortly"
+# How long after a deposit its depositor may add files to it: the CI role's longest session
+# (infra/ci.py MAX_SESSION), so a pipeline run completes its own items and no later one can.
+CREATOR_WINDOW = Decimal(3600)
+# An IBI dated later than now (beyond this clock skew) was not minted yet: nobody may claim it.
+FUTURE_SLACK = Decimal(60)
+MAX_HISTORY = 200  # revisions kept in an item (its record stays far below DynamoDB's 400 KB)
+MAX_REASON = 500
+UNKNOWN = "unknown"  # the principal of calls made without one (tests, local tools)
+
+
+class NotOwnSubsystem(ArchiveError):
+    """An original for an IBI that none of this Archive's subsystems minted."""
+
+    status = 403
+
+
+class NotCreator(ArchiveError):
+    """Files added to an item by someone else than its depositor, or too late."""
+
+    status = 403
+
+
+class FileExists(ArchiveError):
+    """A published file would change: refused; replacing is a separate, recorded operation."""
+
+    status = 409
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file of a revision: the new version, and the one it replaces (None: a new path)."""
+
+    new: StoredFile
+    old: StoredFile | None
 
 
 class ArchiveService:
@@ -64,11 +127,15 @@ class ArchiveService:
         clock: Clock,
         mint: Minter | None = None,
         name: str = "archive",
+        own_prefixes: Iterable[str] = (),
+        creator_window: Decimal = CREATOR_WINDOW,
     ) -> None:
         self.items = items
         self._clock = clock
         self._mint = mint
         self.service_mint_key = f"archive-service:{name}"
+        self.own_prefixes = frozenset(own_prefixes)
+        self._window = creator_window
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -128,19 +195,26 @@ class ArchiveService:
 
     # -- deposit -------------------------------------------------------------------------------
 
-    def create_original(self, body: Any, *, idempotency_key: str | None = None) -> Item:
-        """A new original. With an idempotency key, a retried request gets the same item."""
+    def create_original(
+        self, body: Any, *, idempotency_key: str | None = None, principal: str = UNKNOWN
+    ) -> Item:
+        """A new original. With an idempotency key, a retried request gets the same item.
+
+        An IBI given must be one of this Archive's own subsystems (:class:`NotOwnSubsystem`),
+        and minted already (not dated in the future).
+        """
         data = fields_of(body, CREATE_FIELDS, "a new original")
         if "ibi" in data:
             if "subsystem" in data:
                 raise BadRequest('give either "ibi" (minted before) or "subsystem" (mint now)')
             forms = forms_of(data["ibi"])
+            self._check_own(forms)
         else:
             if self._mint is None:
                 raise BadRequest('this Archive mints nothing: give the item\'s "ibi"')
             deposit_key = f"deposit:{idempotency_key}" if idempotency_key else None
             forms = self._mint(data.get("subsystem"), deposit_key)
-        item = self._build(forms, State.ORIGINAL, data)
+        item = self._build(forms, State.ORIGINAL, data, principal)
         if idempotency_key is not None:
             existing = self.items.get(forms.key)
             if existing is not None and existing.state is State.ORIGINAL and not existing.service:
@@ -148,28 +222,65 @@ class ArchiveService:
         self._create(item)
         return item
 
-    def add_copy(self, body: Any) -> Item:
+    def _check_own(self, forms: Forms) -> None:
+        """Refuse an original for an IBI none of this Archive's subsystems minted (or could have
+        minted yet: an IBI dated in the future would be squatted before it is issued)."""
+        labels = [parse_label(label) for label in forms.labels]
+        foreign = [label.label for label in labels if label.prefix not in self.own_prefixes]
+        if foreign:
+            own = ", ".join(sorted(self.own_prefixes)) or "none configured"
+            raise NotOwnSubsystem(
+                f"{', '.join(foreign)} was not minted by this Archive's subsystems (prefixes: "
+                f"{own}): an original of another subsystem comes only through a transfer "
+                "(POST /api/transfers) or an operator's import (POST /api/imports)"
+            )
+        if any(label.date > self._clock() + FUTURE_SLACK for label in labels):
+            raise BadRequest(f"{forms.key} is dated in the future: it has not been minted yet")
+
+    def import_original(self, body: Any, *, principal: str = UNKNOWN) -> Item:
+        """An original for an IBI of any subsystem, authorised by an operator and recorded:
+        ``{"ibi", "reason", …the fields of a new original}`` (the route is not the CI role's)."""
+        allowed = (CREATE_FIELDS - {"subsystem"}) | {"reason"}
+        data = fields_of(body, allowed, "an import")
+        if "ibi" not in data:
+            raise BadRequest('an import names the IBI it brings: give "ibi"')
+        reason = reason_of(data)
+        forms = forms_of(data["ibi"])
+        item = self._build(forms, State.ORIGINAL, data, principal)
+        revision = Revision("imported", at=self._clock(), by=principal, reason=reason)
+        item = replace(item, history=(revision,))
+        self._create(item)
+        return item
+
+    def add_copy(self, body: Any, *, principal: str = UNKNOWN) -> Item:
         allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | {"original_sha256"}
         data = fields_of(body, allowed, "a copy")
         if "ibi" not in data:
             raise BadRequest('a copy keeps the original\'s IBI: give "ibi"')
         forms = forms_of(data["ibi"])
         original_sha256 = data.get("original_sha256")
-        if original_sha256 is not None and (
-            not isinstance(original_sha256, str) or len(original_sha256) != 64
-        ):
-            raise BadRequest('"original_sha256" must be the hex SHA-256 of the original\'s file')
-        item = self._build(forms, State.COPY, data)
+        if original_sha256 is not None:
+            if not isinstance(original_sha256, str) or not is_sha256(original_sha256.lower()):
+                raise BadRequest(
+                    '"original_sha256" must be the SHA-256 of the original\'s file: 64 hex digits'
+                )
+            original_sha256 = original_sha256.lower()
+        item = self._build(forms, State.COPY, data, principal)
         item = replace(item, transferable=False, original_sha256=original_sha256)
         self._create(item)
         return item
 
-    def _build(self, forms: Forms, state: State, data: dict[str, Any]) -> Item:
+    def _build(
+        self, forms: Forms, state: State, data: dict[str, Any], principal: str = UNKNOWN
+    ) -> Item:
+        now = self._clock()
         try:
             return Item(
                 ibi=forms,
                 state=state,
-                timestamp=self._clock(),
+                timestamp=now,
+                creator=principal,
+                created=now,
                 content_type=ContentType(data.get("content_type", "Data")),
                 language=data.get("language"),
                 external_url=data.get("url"),
@@ -186,6 +297,8 @@ class ArchiveService:
         except ItemExists as exists:
             held = exists.existing
             state = held.state.value if held is not None else "an item"
+            if held is not None and held.pending:
+                state = "an original being transferred in"
             raise Conflict(
                 f"this Archive already holds {item.ibi.key} (as {state}); an Archive holds one "
                 "item per IBI, never an original and a copy"
@@ -257,11 +370,107 @@ class ArchiveService:
 
         return self._modify(label, change)
 
-    def set_files(self, label: str, files: tuple[StoredFile, ...], default: str | None) -> Item:
+    # -- files: added by their depositor, revised by an operator -----------------------------
+
+    def files_to_add(
+        self, label: str, declared: tuple[StoredFile, ...], default: str | None, principal: str
+    ) -> tuple[Item, tuple[StoredFile, ...]]:
+        """The item, and those of ``declared`` it does not hold yet (to check and publish).
+
+        A path it holds with the same bytes is a no-op (a retried commit); with other bytes,
+        :class:`FileExists`. Any change needs the depositor, within the window
+        (:class:`NotCreator`).
+        """
+        item = self.get(label)
+        if item.deleted:
+            raise Gone(f"{item.key} was deleted; its IBI stays known and is never reused")
+        new = _new_files(item, declared)
+        if new or (default is not None and default != item.default_file):
+            self._check_creator(item, principal)
+        return item, new
+
+    def _check_creator(self, item: Item, principal: str) -> None:
+        late = item.created is None or self._clock() > item.created + self._window
+        if item.service or item.creator != principal or late:
+            raise NotCreator(
+                f"files join {item.key} through POST /api/item/files only from whoever "
+                f"deposited it, within {int(self._window)} s of the deposit; an operator adds "
+                "or replaces files of any item with POST /api/item/files/replace (recorded in "
+                "the item's history)"
+            )
+
+    def add_files(self, label: str, files: tuple[StoredFile, ...], default: str | None) -> Item:
+        """Record ``files`` (checked and published) in the item; never changes one it holds."""
+
         def change(item: Item) -> Item:
-            kept = tuple(f for f in item.files if f.path not in {g.path for g in files})
+            new = _new_files(item, files)  # again: another commit may have come in between
             chosen = default if default is not None else item.default_file
-            return item.changed(self._clock(), files=(*kept, *files), default_file=chosen)
+            if not new and chosen == item.default_file:
+                return item
+            return item.changed(self._clock(), files=(*item.files, *new), default_file=chosen)
+
+        return self._modify(label, change)
+
+    def files_to_revise(
+        self, label: str, declared: tuple[StoredFile, ...]
+    ) -> tuple[Item, list[FileChange]]:
+        """What an operator's revision changes: each declared file and the one it replaces."""
+        item = self.get(label)
+        if item.deleted:
+            raise Gone(f"{item.key} was deleted; its IBI stays known and is never reused")
+        if item.service:
+            raise Conflict("the Archive's own service item has no files")
+        changes = [FileChange(new, item.file(new.path)) for new in declared]
+        return item, [c for c in changes if c.old is None or not _same_bytes(c.old, c.new)]
+
+    def revise_files(
+        self,
+        label: str,
+        changes: list[FileChange],
+        *,
+        reason: str,
+        principal: str,
+        default: str | None = None,
+    ) -> Item:
+        """Record an operator's revision (the new bytes published, the old ones kept)."""
+
+        def change(item: Item) -> Item:
+            now = self._clock()
+            files = list(item.files)
+            revisions: list[Revision] = []
+            for planned in changes:
+                held = item.file(planned.new.path)
+                if held != planned.old:
+                    raise Conflict(f"{planned.new.path!r} changed meanwhile; retry")
+                new = planned.new
+                if held is None:
+                    files.append(new)
+                else:
+                    files[files.index(held)] = new
+                revisions.append(
+                    Revision(
+                        "added" if held is None else "replaced",
+                        at=now,
+                        by=principal,
+                        path=new.path,
+                        old_sha256=held.sha256 if held else None,
+                        old_size=held.size if held else None,
+                        new_sha256=new.sha256,
+                        new_size=new.size,
+                        reason=reason,
+                    )
+                )
+            if len(item.history) + len(revisions) > MAX_HISTORY:
+                raise Conflict(f"{item.key} has {MAX_HISTORY} revisions already")
+            chosen = default if default is not None else item.default_file
+            if not revisions and chosen == item.default_file:
+                return item  # nothing changes: nothing to record
+            return item.changed(
+                now,
+                files=tuple(files),
+                default_file=chosen,
+                history=(*item.history, *revisions),
+            )
 
         return self._modify(label, change)
 
@@ -275,11 +484,14 @@ class ArchiveService:
 
     # -- transfer (seed 001 §3.2; seed 004 §4.5) ---------------------------------------------
 
-    def release_original(self, label: str, *, leave: str) -> tuple[Item, Item]:
+    def release_original(
+        self, label: str, *, leave: str, version: int | None = None
+    ) -> tuple[Item, Item]:
         """First step of a transfer: this Archive stops answering ``Original`` for the item.
 
         Returns (the item as it was, the item as it is now: a ``Copy`` or a tombstone). Only a
-        transferable original moves; the Archive's own service item never does.
+        transferable original moves; the Archive's own service item never does. With
+        ``version``, only that version of the item (the one the receiver was sent and checked).
         """
         if leave not in {"copy", "tombstone"}:
             raise BadRequest('"leave" is "copy" or "tombstone"')
@@ -290,6 +502,8 @@ class ArchiveService:
                 raise Conflict(f"{item.key} is a {item.state.value} here: only an original moves")
             if item.service or not item.transferable:
                 raise Conflict(f"{item.key} is an untransferable original")
+            if version is not None and item.version != version:
+                raise Conflict(f"{item.key} changed while it was being transferred; retry")
             before.append(item)
             if leave == "tombstone":
                 return item.tombstone(self._clock())
@@ -306,11 +520,82 @@ class ArchiveService:
 
     def restore_original(self, before: Item) -> None:
         """Undo :meth:`release_original` when the receiving Archive did not take the item."""
-        current = self.get(before.key)
-        self.items.replace(
-            replace(before, version=current.version + 1, timestamp=self._clock()),
-            expected_version=current.version,
-        )
+        for _ in range(5):
+            current = self.get(before.key)
+            restored = replace(
+                before,
+                version=current.version + 1,
+                timestamp=max(self._clock(), current.timestamp),
+            )
+            try:
+                self.items.replace(restored, expected_version=current.version)
+            except StaleItem:
+                continue
+            except ArchiveStoreError as error:
+                raise Unavailable(UNAVAILABLE) from error
+            return
+        raise Conflict(f"{before.key} is being changed by someone else; the original is not back")
+
+    # -- transfer, the receiving side ----------------------------------------------------------
+
+    def receive_transfer(self, body: Any, *, principal: str = UNKNOWN) -> Item:
+        """Hold an original that another Archive is transferring here, answering no one yet.
+
+        Kept as a pending ``Copy`` (never answered by the protocol, never served) until
+        :meth:`complete_transfer`; the sender's files come through the usual upload and check.
+        A second call for the same pending item starts it again (a retried transfer).
+        """
+        data = fields_of(body, TRANSFER_FIELDS, "an incoming transfer")
+        if "ibi" not in data:
+            raise BadRequest('a transfer names the IBI it moves: give "ibi"')
+        forms = forms_of(data["ibi"])
+        item = self._build(forms, State.COPY, data, principal)
+        try:
+            item = replace(item, pending=True, **links_from_mapping(data))
+        except (InvalidInput, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise BadRequest(f"an incoming transfer: its links: {error}") from None
+        held = self.items.get(forms.key)
+        if held is not None and held.pending:
+            self._forget(held)
+        self._create(item)
+        return item
+
+    def complete_transfer(self, label: str, *, principal: str = UNKNOWN) -> Item:
+        """The original is here now: the sender released it after checking what we hold."""
+
+        def change(item: Item) -> Item:
+            if not item.pending:
+                raise Conflict(f"{item.key} is no incoming transfer here (it is {item.state})")
+            if item.creator != principal:
+                raise NotCreator(f"only whoever started the transfer of {item.key} completes it")
+            now = self._clock()
+            received = Revision("received", at=now, by=principal)
+            return item.changed(
+                now,
+                state=State.ORIGINAL,
+                pending=False,
+                transferable=True,
+                original_sha256=None,
+                history=(*item.history, received),
+            )
+
+        return self._modify(label, change)
+
+    def cancel_transfer(self, label: str) -> Item:
+        """Forget an incoming transfer that did not complete (never answered to anyone)."""
+        item = self.get(label)
+        if not item.pending:
+            raise Conflict(f"{item.key} is no incoming transfer here: it stays")
+        self._forget(item)
+        return item
+
+    def _forget(self, item: Item) -> None:
+        try:
+            self.items.remove(item)
+        except StaleItem:
+            raise Conflict(f"{item.key} is being changed by someone else; retry") from None
+        except ArchiveStoreError as error:
+            raise Unavailable(UNAVAILABLE) from error
 
     def _modify(self, label: str, change: Callable[[Item], Item]) -> Item:
         for _ in range(5):
@@ -323,6 +608,8 @@ class ArchiveService:
                 if isinstance(error, ArchiveError):
                     raise
                 raise BadRequest(str(error)) from None
+            if changed is item:
+                return item  # nothing to change (a retried request)
             try:
                 self.items.replace(changed, expected_version=item.version)
             except StaleItem:
@@ -332,3 +619,37 @@ class ArchiveService:
             self._note(changed)
             return changed
         raise Conflict(f"{label} is being changed by someone else; retry")
+
+
+# What an incoming transfer carries: the deposit fields (no "transferable": it is, once here)
+# and the links, in the item's own JSON form (functions.archive.mapping.transfer_body).
+TRANSFER_FIELDS = (set(DEPOSIT_FIELDS) - {"transferable"}) | set(LINK_FIELDS)
+
+
+def reason_of(data: dict[str, Any]) -> str:
+    """The ``"reason"`` an operator gives for a revision or an import: 1-500 characters."""
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not 1 <= len(reason.strip()) <= MAX_REASON:
+        raise BadRequest(f'say why: "reason" is 1-{MAX_REASON} characters, kept in the history')
+    return reason.strip()
+
+
+def _same_bytes(held: StoredFile, declared: StoredFile) -> bool:
+    return held.sha256 == declared.sha256 and held.size == declared.size
+
+
+def _new_files(item: Item, declared: tuple[StoredFile, ...]) -> tuple[StoredFile, ...]:
+    """Those of ``declared`` the item does not hold; :class:`FileExists` for changed bytes."""
+    new = []
+    for wanted in declared:
+        held = item.file(wanted.path)
+        if held is None:
+            new.append(wanted)
+        elif not _same_bytes(held, wanted):
+            raise FileExists(
+                f"{item.key} publishes {held.path!r} already (SHA-256 {held.sha256}, "
+                f"{held.size} bytes): published bytes never change through POST "
+                "/api/item/files; an operator replaces a file with POST "
+                "/api/item/files/replace, which keeps the previous version and records why"
+            )
+    return tuple(new)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from functions.archive.model import Forms
 from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
 from ibi.defaults import (
     ADMIN_EMAIL,
     RESOLVER_SERVICE_IBI,
@@ -39,6 +41,11 @@ class ArchiveSettings:
     resolver_service_ibi: str = RESOLVER_SERVICE_IBI
     admin_email: str = ADMIN_EMAIL
     serve_inline_bytes: int = SERVE_INLINE_BYTES
+    # The IBI prefixes of this Archive's own subsystems (its minting service's, both forms):
+    # the only IBIs it takes an original for without a transfer or an operator's import.
+    subsystem_prefixes: tuple[str, ...] = ()
+    # Networks a transfer may reach besides public addresses (loopback, locally).
+    allow_networks: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
@@ -73,6 +80,26 @@ class ArchiveSettings:
                 registration_key_parameter=env.get("IBI_REGISTRATION_KEY_PARAMETER") or None,
                 resolver_service_ibi=env.get("IBI_RESOLVER_SERVICE_IBI") or RESOLVER_SERVICE_IBI,
                 admin_email=env.get("IBI_ADMIN_EMAIL") or ADMIN_EMAIL,
+                subsystem_prefixes=tuple(
+                    subsystem_prefix(p) for p in _listed(env, "IBI_ARCHIVE_SUBSYSTEM_PREFIXES")
+                ),
+                allow_networks=tuple(
+                    str(ipaddress.ip_network(n)) for n in _listed(env, "IBI_ALLOW_NETWORKS")
+                ),
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error
+
+
+def _listed(env: Mapping[str, str], name: str) -> list[str]:
+    """A comma-separated setting, as its non-empty parts."""
+    return [part.strip() for part in env.get(name, "").split(",") if part.strip()]
+
+
+def subsystem_prefix(text: str) -> str:
+    """An IBI prefix, canonical: ``sid.inpe.br/mtc-m18`` (rep) or ``8JMKD3MGP8W`` (ibip)."""
+    sample = f"{text}/2009/07.21.13.23" if "/" in text else f"{text}/35MME4E"
+    label = parse_label(sample)
+    if label.prefix.lower() != text.lower():
+        raise InvalidInput("prefix", f"{text!r} is not an IBI prefix")
+    return label.prefix

@@ -49,6 +49,7 @@ class ItemStore(Protocol):
     def get(self, label: str) -> Item | None: ...
     def create(self, item: Item) -> None: ...
     def replace(self, item: Item, *, expected_version: int) -> None: ...
+    def remove(self, item: Item) -> None: ...
     def note_item(self, item: Item) -> None: ...
     def profile(self) -> Profile: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
@@ -180,6 +181,25 @@ class DynamoItemStore:
                 raise StaleItem(item.key) from None
             raise _error(error, "updating an item") from error
         self._note_language(item.language)
+
+    def remove(self, item: Item) -> None:
+        """Forget ``item`` (at its version) and its aliases: only an incoming transfer that
+        never completed, which nobody was ever answered about (``StaleItem`` if it changed)."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key={"label": {"S": item.key}},
+                ConditionExpression="#version = :expected",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues={":expected": {"N": str(item.version)}},
+            )
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
+                raise StaleItem(item.key) from None
+            raise _error(error, "removing an item") from error
+        for alias in item.ibi.labels:
+            if alias != item.key:
+                self._delete_alias(alias, item.key)
 
     def _note_language(self, language: str | None) -> None:
         values: dict[str, Any]

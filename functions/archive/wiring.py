@@ -23,7 +23,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from functions.archive.content import ContentService, FileStore, Receivers
-from functions.archive.errors import BadRequest
+from functions.archive.errors import BadRequest, Unavailable
 from functions.archive.model import Forms
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.service import ArchiveService, Minter
@@ -93,7 +93,7 @@ class Runtime:
             views=views,
             files=self.files,
             serve_inline_bytes=self.settings.serve_inline_bytes,
-            receivers=self.receivers or RECEIVERS,
+            receivers=self.receivers or receivers(),
         )
         protocol = ProtocolService(
             self.store,
@@ -110,14 +110,19 @@ class Runtime:
 
 def mint_through(endpoint: str, subsystem: str | None) -> Minter:
     """Mint through the minting API (signed with SigV4 in AWS)."""
-    from ibi.client import MintingClient
+    from ibi.client import ApiError, MintingClient
 
     client = MintingClient(endpoint, timeout=20)
 
     def mint(requested: str | None, idempotency_key: str | None) -> Forms:
-        answer = client.mint(
-            subsystem=requested or subsystem, count=1, idempotency_key=idempotency_key
-        )
+        try:
+            answer = client.mint(
+                subsystem=requested or subsystem, count=1, idempotency_key=idempotency_key
+            )
+        except ApiError as error:  # the depositor's mistake (400, 404, 422), else retry later
+            if error.status in {400, 404, 422}:
+                raise BadRequest(f"the minting service refused: {error.message}") from None
+            raise Unavailable(f"the minting service cannot mint now: {error}") from None
         ibi = answer["ibis"][0]
         return Forms(rep=ibi["rep"], ibip=ibi["ibip"])
 
@@ -157,22 +162,24 @@ def switch_on(settings: ArchiveSettings, registration_key: Callable[[], str]) ->
     return join
 
 
-def _connect(to: str) -> Receiver:
-    from ibi.client import ApiError, ArchiveClient
+def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
+    """Receiving Archives over the deposit API, reached only at public addresses (or those of
+    ``allow_networks``), each call with a short timeout and no retry (transfer.py)."""
+    from functions.archive.outbound import vetted_transport
+    from functions.archive.transfer import RECEIVER_TIMEOUT
+    from functions.shared.addresses import AddressPolicy
 
-    try:
-        return ArchiveClient(to, timeout=20)
-    except ApiError as error:
-        raise BadRequest(f'"to": {error.message}') from None
+    transport = vetted_transport(AddressPolicy(allow_networks))
 
+    def connect(to: str) -> Receiver:
+        from ibi.client import ApiError, ArchiveClient
 
-def _receiver_errors() -> tuple[type[Exception], ...]:
-    from ibi.client import ApiError
+        try:
+            return ArchiveClient(to, timeout=RECEIVER_TIMEOUT, retries=0, transport=transport)
+        except ApiError as error:
+            raise BadRequest(f'"to": {error.message}') from None
 
-    return (ApiError,)
-
-
-RECEIVERS = Receivers(connect=_connect, errors=_receiver_errors)
+    return Receivers(connect=connect)
 
 
 def parameter_reader(ssm: Any, name: str) -> Callable[[], str]:
@@ -208,13 +215,19 @@ def build(
         files = S3FileStore(s3, settings.bucket)
     joining = bool(settings.join_resolver_url) and registration_key is not None
     return Runtime(
-        service=ArchiveService(store, clock=clock, mint=mint, name=settings.table),
+        service=ArchiveService(
+            store,
+            clock=clock,
+            mint=mint,
+            name=settings.table,
+            own_prefixes=settings.subsystem_prefixes,
+        ),
         store=store,
         settings=settings,
         clock=clock,
         files=files,
         join=switch_on(settings, registration_key) if joining and registration_key else None,
-        receivers=RECEIVERS,
+        receivers=receivers(settings.allow_networks),
     )
 
 

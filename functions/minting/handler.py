@@ -33,7 +33,7 @@ BODY_HINT = 'send e.g. {"subsystem": "default", "count": 1}'
 def mint() -> Response[str]:
     event = app.current_event
     request = MintRequest.from_body(
-        edge.json_body(event, empty=None, error=InvalidMintRequest, hint=BODY_HINT),
+        edge.json_body(event, empty={}, error=InvalidMintRequest, hint=BODY_HINT),
         requester=edge.requester(event),
         request_id=event.request_context.request_id,
         idempotency_key=edge.idempotency_key(event, error=InvalidMintRequest),

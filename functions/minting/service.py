@@ -102,10 +102,9 @@ class MintRequest:
         request_id: str,
         idempotency_key: str | None,
     ) -> MintRequest:
-        if body is None:
-            body = {}
+        """The request in ``body``: a JSON object (``{}`` for an empty body), never ``null``."""
         if not isinstance(body, dict):
-            raise InvalidMintRequest('the body must be a JSON object, e.g. {"count": 1}')
+            raise InvalidMintRequest('the body must be a JSON object (or empty), e.g. {"count": 1}')
         unknown = set(body) - {"subsystem", "count"}
         if unknown:
             raise InvalidMintRequest(

@@ -134,7 +134,7 @@ def status() -> Response[str]:
             last_answer_iso=a.last_answer_at,
             last_outcome=a.last_outcome,
         )
-        for a in wiring.runtime().registration.archives()
+        for a in wiring.runtime().directory.archives()  # a snapshot: never a scan per request
     ]
     if pages.wants_text(app.current_event.headers.get("accept")):
         return text_response(
@@ -205,20 +205,28 @@ def persistent_url() -> Response[str]:
 
 
 def switch(query: str) -> Response[str]:
-    """``GET /<resolver service IBI>?servicesubject=inclusionRequest|exclusionRequest&…``."""
+    """``GET /<resolver service IBI>?servicesubject=inclusionRequest|exclusionRequest&…``.
+
+    Wrong keys are counted per source: the connection's address as API Gateway saw it
+    (``sourceIp``), never ``X-Forwarded-For``, which the sender writes.
+    """
     try:
         pairs = dict(parse_query(query))
     except InvalidInput as error:
         pairs = {"servicesubject": "", "error": str(error)}
-    answer = wiring.runtime().registration.switch(pairs)
-    logger.info(
-        "switch",
-        extra={
-            "subject": pairs.get("servicesubject"),
-            "archive": pairs.get("archiveserviceibi"),
-            "status": answer.status,
-        },
-    )  # never the registration key
+    client_ip = app.current_event.request_context.http.source_ip or ""
+    answer = wiring.runtime().registration.switch(pairs, client_ip=client_ip)
+    details = {
+        "subject": pairs.get("servicesubject"),
+        "archive": pairs.get("archiveserviceibi"),
+        "source": client_ip,
+        "status": answer.status,
+    }  # never the registration key
+    if answer.over_cap:  # the alarm RegistrationGuessCap watches this metric
+        metrics.add_metric(name="RegistrationGuessCap", unit=MetricUnit.Count, value=1)
+        logger.warning("wrong registration keys over the cap", extra=details)
+    else:
+        logger.info("switch", extra=details)
     headers = {"Retry-After": str(answer.retry_after)} if answer.retry_after else {}
     return text_response(answer.status, format_pair_list(answer.pairs) + "\r\n", **headers)
 

@@ -3,7 +3,8 @@ answers, kept-alive connections, every Archive of a round asked at once.
 
 An Archive's address is resolved, every IP it resolves to must be public (global) unless it
 falls in an explicit allow-list (loopback for local mode and tests), and the connection goes
-to the very IP that was checked (no second lookup an attacker could rebind). No redirect is
+to the very IP that was checked (no second lookup an attacker could rebind): the rule is
+``functions/shared/addresses.py``'s, shared with the Archive's transfers. No redirect is
 followed, answers are capped in size, and each request has its own timeout.
 
 All requests run on one asyncio event loop, on a thread of its own (started on first use, and
@@ -29,10 +30,12 @@ from typing import Any, Protocol, TypeVar
 
 import h11
 
+from functions.shared.addresses import AddressPolicy, UnsafeAddress
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, encode_query, parse_pair_list
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+__all__ = ["AddressPolicy", "ArchiveTransport", "Endpoint", "Request", "UnsafeAddress"]
+
 DEFAULT_MAX_ANSWER = 256 * 1024
 IDLE_SECONDS = 20.0  # a kept connection older than this is closed, not reused
 MAX_IDLE_PER_ARCHIVE = 4
@@ -46,10 +49,6 @@ T = TypeVar("T")
 # Event loops a forked child inherited from its parent. Kept referenced, never closed: closing
 # one would unregister its file descriptors from the epoll instance the parent still uses.
 _INHERITED: list[object] = []
-
-
-class UnsafeAddress(Exception):
-    """An address the resolver will not contact."""
 
 
 class AnswerTooLarge(ValueError):
@@ -90,37 +89,6 @@ class Endpoint:
         host = f"[{self.host}]" if ":" in self.host else self.host
         default = 443 if self.scheme == "https" else 80
         return host if self.port == default else f"{host}:{self.port}"
-
-
-class AddressPolicy:
-    """Which IPs may be contacted: public ones, plus an explicit allow-list."""
-
-    def __init__(self, allow: Sequence[str] = ()) -> None:
-        self.allow: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in allow)
-
-    def permitted(self, ip: str) -> bool:
-        address = ipaddress.ip_address(ip.split("%", 1)[0])
-        if any(address in network for network in self.allow):
-            return True
-        return address.is_global and not address.is_multicast
-
-    def vet(self, endpoint: Endpoint) -> str:
-        """The IP to connect to, once every address of the host is found permitted."""
-        try:
-            ips = [str(ipaddress.ip_address(endpoint.host))]  # a literal: nothing to look up
-        except ValueError:
-            try:
-                infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
-            except (socket.gaierror, UnicodeError) as error:
-                raise UnsafeAddress(f"{endpoint.host} does not resolve: {error}") from None
-            ips = sorted({str(info[4][0]) for info in infos})
-        refused = [ip for ip in ips if not self.permitted(ip)]
-        if not ips or refused:
-            raise UnsafeAddress(
-                f"{endpoint.host} resolves to a non-public address ({', '.join(refused)}); "
-                "the resolver only contacts public addresses"
-            )
-        return ips[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +253,7 @@ class ArchiveTransport:
 
     def vet(self, endpoint: Endpoint) -> str:
         """The IP to connect to, or :class:`UnsafeAddress` (the address policy's verdict)."""
-        return self.policy.vet(endpoint)
+        return self.policy.vet(endpoint.host, endpoint.port)
 
     def get(
         self,
@@ -431,10 +399,12 @@ class ArchiveTransport:
         try:
             ipaddress.ip_address(endpoint.host)
         except ValueError:  # a name: look it up off the loop
-            ip = await asyncio.get_running_loop().run_in_executor(None, self.policy.vet, endpoint)
+            ip = await asyncio.get_running_loop().run_in_executor(
+                None, self.policy.vet, endpoint.host, endpoint.port
+            )
             self._vetted[key] = (now + VETTED_SECONDS, ip)
             return ip
-        return self.policy.vet(endpoint)
+        return self.policy.vet(endpoint.host, endpoint.port)
 
     async def _connection(self, endpoint: Endpoint, ip: str) -> tuple[_Connection, bool]:
         assert self._io is not None

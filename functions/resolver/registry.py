@@ -1,9 +1,11 @@
 """The resolver's registry of Archives: the only module here that talks to DynamoDB.
 
 One item per registered Archive, keyed by its service IBI (canonical label): the registration
-key's keyed hash, whether it is included, where it is, and when it last answered. A
-``#throttle#<ibi>`` item counts failed inclusion/exclusion attempts for any IBI, registered
-or not, so a wrong key and an unknown Archive are throttled alike.
+key's keyed hash, whether it is included, where it is, and when it last answered; and one
+``#generation`` item, a counter bumped after every registration, inclusion and exclusion, so
+that readers learn with one GetItem whether the list they hold is still the registry's
+(``directory.py``). Nothing else is written here: wrong keys are counted in a table of their
+own (``throttle.py``), and nothing at all is written for an IBI that is not registered.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 else:
     DynamoDBClient = Any
 
-THROTTLE_PREFIX = "#throttle#"
+GENERATION = "#generation"  # not an IBI (no IBI starts with '#'), and never has a key hash
 TABLE_SCHEMA: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "service", "KeyType": "HASH"}],
     "AttributeDefinitions": [{"AttributeName": "service", "AttributeType": "S"}],
@@ -91,9 +93,7 @@ class Registry(Protocol):
 
     def archives(self) -> list[RegisteredArchive]: ...
 
-    def blocked_until(self, service_ibi: str) -> int: ...
-
-    def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int: ...
+    def generation(self) -> int: ...
 
 
 def _s(value: str | None) -> dict[str, Any]:
@@ -133,6 +133,7 @@ class DynamoRegistry:
                 ":no": {"BOOL": False},
             },
         )
+        self._changed()
 
     def include(self, service_ibi: str, contact: Contact, *, at: str, confirmed: bool) -> None:
         """Switch a registered Archive on, at ``contact``."""
@@ -155,6 +156,7 @@ class DynamoRegistry:
                 ":confirmed": {"BOOL": confirmed},
             },
         )
+        self._changed()
 
     def exclude(self, service_ibi: str, *, at: str) -> None:
         """Switch a registered Archive off (where it was is kept, for /status)."""
@@ -165,6 +167,7 @@ class DynamoRegistry:
             ConditionExpression="attribute_exists(key_hash)",
             ExpressionAttributeValues={":included": {"BOOL": False}, ":at": {"S": at}},
         )
+        self._changed()
 
     def note_answer(self, service_ibi: str, *, at: str, outcome: str) -> None:
         """When the Archive last answered and how (nothing, if it is no longer registered)."""
@@ -181,7 +184,12 @@ class DynamoRegistry:
                 raise translate(error, "noting an answer", RegistryError) from error
 
     def archives(self) -> list[RegisteredArchive]:
-        """Every registered Archive (the registry is small: one item per Archive)."""
+        """Every registered Archive (the registry is small: one item per Archive).
+
+        A Scan: read only when the generation moved, or once a minute (``directory.py``),
+        never per request. The filter leaves out the generation, and the ``#throttle#``
+        records an earlier version kept here (they expire through the table's TTL).
+        """
         found: list[RegisteredArchive] = []
         request: dict[str, Any] = {
             "TableName": self._table,
@@ -198,33 +206,24 @@ class DynamoRegistry:
         except AWS_ERRORS as error:
             raise translate(error, "listing the registry", RegistryError) from error
 
-    # -- throttling failed attempts ----------------------------------------------------------
+    # -- the generation: whether the registry changed -------------------------------------
 
-    def blocked_until(self, service_ibi: str) -> int:
-        item = self._raw(THROTTLE_PREFIX + service_ibi)
-        return int(item["blocked_until"]["N"]) if item and "blocked_until" in item else 0
+    def generation(self) -> int:
+        """How many changes the registry has seen (0 before the first): one GetItem."""
+        item = self._raw(GENERATION)
+        return int(item["generation"]["N"]) if item and "generation" in item else 0
 
-    def note_failure(self, service_ibi: str, *, now: int, limit: int, window: int) -> int:
-        """Count a failed attempt; block the IBI for ``window`` s after ``limit`` in a window."""
-        key = _key(THROTTLE_PREFIX + service_ibi)
-        answer = self._update(
-            "counting a failure",
-            Key=key,
-            UpdateExpression="ADD failures :one SET expires_at = :expires",
-            ExpressionAttributeValues={":one": {"N": "1"}, ":expires": {"N": str(now + window)}},
-            ReturnValues="ALL_NEW",
+    def _changed(self) -> None:
+        """Bump the generation, after the change itself: whoever reads the new generation,
+        then the list, sees the change."""
+        self._update(
+            "noting a change",
+            Key=_key(GENERATION),
+            UpdateExpression="ADD generation :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
         )
-        failures = int(answer["Attributes"]["failures"]["N"])
-        if failures >= limit:
-            self._update(
-                "counting a failure",
-                Key=key,
-                UpdateExpression="SET blocked_until = :until, failures = :zero",
-                ExpressionAttributeValues={":until": {"N": str(now + window)}, ":zero": {"N": "0"}},
-            )
-        return failures
 
-    # -- the two DynamoDB calls --------------------------------------------------------------
+    # -- the two DynamoDB calls -------------------------------------------------------------
 
     def _update(self, action: str, **request: Any) -> Any:
         try:
@@ -261,6 +260,10 @@ def _archive(item: dict[str, Any]) -> RegisteredArchive:
     )
 
 
-def ensure_table(client: DynamoDBClient, name: str) -> None:
-    """Create the registry table if missing (local mode and tests only)."""
+def ensure_table(client: DynamoDBClient, name: str, throttle_table: str | None = None) -> None:
+    """Create the registry table and its throttle table (by default ``<name>-throttle``,
+    as the settings name it) if missing (local mode and tests only)."""
+    from functions.resolver import throttle
+
     dynamo.ensure_table(client, name, TABLE_SCHEMA)
+    throttle.ensure_table(client, throttle_table or throttle.default_table(name))

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from functions.resolver.service import FAILURE_LIMIT, FAILURE_WINDOW, GUESS_CAP
+from functions.resolver.throttle import default_table
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.defaults import RESOLVER_SERVICE_IBI
@@ -27,8 +29,10 @@ class ResolverSettings:
     deadline: float = 10.0
     max_answer_bytes: int = 256 * 1024
     name: str = "IBI resolver"
-    failure_limit: int = 5
-    failure_window: int = 900
+    throttle_table: str = ""  # empty: "<table>-throttle" (local mode and tests)
+    failure_limit: int = FAILURE_LIMIT
+    failure_window: int = FAILURE_WINDOW
+    guess_cap: int = GUESS_CAP
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ResolverSettings:
@@ -51,6 +55,8 @@ class ResolverSettings:
                 raise ValueError("set IBI_PEPPER_SECRET_ARN (AWS) or IBI_PEPPER_FILE (local)")
             return cls(
                 table=env["IBI_RESOLVER_TABLE"],
+                throttle_table=env.get("IBI_THROTTLE_TABLE")
+                or default_table(env["IBI_RESOLVER_TABLE"]),
                 service_ibi=service.label,
                 pepper_secret_arn=env.get("IBI_PEPPER_SECRET_ARN") or None,
                 pepper_file=env.get("IBI_PEPPER_FILE") or None,

@@ -1,4 +1,4 @@
-"""The resolver's wiring: settings → clients → registry, transport → services → runtime.
+"""The resolver's wiring: settings → clients → registry, throttle, transport → services → runtime.
 
 ``build`` is pure (clients passed in); ``install`` puts a runtime in place (local mode and
 tests); ``runtime`` returns the installed one, or builds it once from the environment with
@@ -20,6 +20,7 @@ from functions.resolver.registry import DynamoRegistry
 from functions.resolver.resolving import ResolvingService
 from functions.resolver.service import RegistrationService
 from functions.resolver.settings import ConfigurationError, ResolverSettings
+from functions.resolver.throttle import DynamoThrottle
 from functions.shared.edge import clock
 
 
@@ -28,7 +29,7 @@ class Runtime:
     settings: ResolverSettings
     registry: DynamoRegistry
     transport: ArchiveTransport
-    directory: ArchiveDirectory  # the included Archives, cached
+    directory: ArchiveDirectory  # the registered Archives: a snapshot, refreshed on change
     registration: RegistrationService
     fanout: FanOut
     acknowledgments: Acknowledgments
@@ -52,12 +53,14 @@ def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = No
     directory = ArchiveDirectory(registry)
     registration = RegistrationService(
         registry=registry,
+        throttle=DynamoThrottle(dynamodb, settings.throttle_table),
         transport=transport,
         pepper=pepper_source(settings, secretsmanager).load(),
         clock=clock,
         confirmation_timeout=settings.archive_timeout,
         failure_limit=settings.failure_limit,
         failure_window=settings.failure_window,
+        guess_cap=settings.guess_cap,
         on_change=directory.forget,
     )
     fanout = FanOut(

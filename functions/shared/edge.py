@@ -29,6 +29,9 @@ HTML = "text/html; charset=utf-8"
 CORRELATION_ID_PATH = 'headers."x-correlation-id" || requestContext.requestId'
 IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:/+=@-]+")
 MAX_IDEMPOTENCY_KEY = 255
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_JSON_DEPTH = 32  # the deepest body any route takes nests 3 levels (links, files, dc)
+MAX_JSON_NUMBER = 40  # characters of one number: a byte count has at most 11 digits
 
 Handler = Callable[[dict[str, Any], LambdaContext], Any]
 
@@ -55,14 +58,21 @@ def error_response(status: int, code: str, message: str, **headers: str) -> Resp
     return json_response(status, {"error": {"code": code, "message": message}}, headers)
 
 
+def servable(text: str) -> str:
+    """``text`` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
 def text_response(
     status: int, body: str, *, content_type: str = TEXT, **headers: str
 ) -> Response[str]:
-    return Response(status_code=status, content_type=content_type, body=body, headers=headers)
+    return Response(
+        status_code=status, content_type=content_type, body=servable(body), headers=headers
+    )
 
 
 def html_response(status: int, page: str, **headers: str) -> Response[str]:
-    return Response(status_code=status, content_type=HTML, body=page, headers=headers)
+    return Response(status_code=status, content_type=HTML, body=servable(page), headers=headers)
 
 
 def redirect(location: str, **headers: str) -> Response[str]:
@@ -72,14 +82,61 @@ def redirect(location: str, **headers: str) -> Response[str]:
 # ---------------------------------------------------------------------------- requests
 
 
+class _Refused(ValueError):
+    """A JSON body within the grammar but outside what any route accepts."""
+
+
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    if len(text) > MAX_JSON_NUMBER:
+        raise _Refused(f"a number in the body has more than {MAX_JSON_NUMBER} characters")
+    return kind(text)
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests objects and arrays deeper than :data:`MAX_JSON_DEPTH`."""
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            if level > MAX_JSON_DEPTH:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, level + 1) for child in children)
+    return False
+
+
 def json_body(event: Any, *, empty: Any, error: Callable[[str], Exception], hint: str = "") -> Any:
-    """The request's JSON body (``empty`` when it has none); ``error(message)`` when malformed."""
+    """The request's JSON body (``empty`` when it has none); ``error(message)`` when malformed.
+
+    Malformed is anything a 400 should answer: bad JSON, UTF-8 or base64; ``NaN`` or
+    ``Infinity``; a number of more than :data:`MAX_JSON_NUMBER` characters (Python refuses to
+    convert over 4,300 digits); nesting deeper than :data:`MAX_JSON_DEPTH` (the parser itself
+    runs out of stack at about 1,000).
+    """
     if not event.body:
         return empty
+    suffix = f"; {hint}" if hint else ""
+    too_deep = f"the body nests objects and arrays more than {MAX_JSON_DEPTH} levels deep"
     try:
-        return event.json_body
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise error("the body is not valid JSON" + (f"; {hint}" if hint else "")) from None
+        data = json.loads(
+            event.decoded_body,
+            parse_int=lambda text: _number(text, int),
+            parse_float=lambda text: _number(text, float),
+            parse_constant=_constant,
+        )
+    except _Refused as refused:
+        raise error(f"{refused}{suffix}") from None
+    except RecursionError:
+        raise error(too_deep) from None
+    except ValueError:  # bad JSON, UTF-8 or base64
+        raise error(f"the body is not valid JSON{suffix}") from None
+    if _too_deep(data):
+        raise error(too_deep)
+    return data
 
 
 def query_int(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ibi.client import ArchiveClient, MintingClient
+from ibi_tools.local.stores import write_private
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ def ensure_demo(data_dir: Path, archive_a: str, archive_b: str, minting: str) ->
     if path.exists():
         return [DemoURL(**entry) for entry in json.loads(path.read_text())]
     urls = seed(archive_a, archive_b, minting)
-    path.write_text(json.dumps([_asdict(url) for url in urls], indent=2) + "\n")
+    write_private(path, json.dumps([_asdict(url) for url in urls], indent=2) + "\n")
     return urls
 
 

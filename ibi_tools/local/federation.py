@@ -4,6 +4,12 @@ The minting service, two Archives (``archive-a``, ``archive-b``) and the resolve
 own API on its own port, over dynalite (DynamoDB) and s3rver (S3) on loopback. The Archives
 are registered with the resolver (keys kept in ``<data>/keys/``) and switched on through the
 real protocol (spec §4) at every start. Everything survives restarts.
+
+The data directory is the user's only (0700 when ``ibi local`` made it or it holds a run's
+data already; ``keys/``, ``dynamodb/`` and ``s3/`` always 0700, every file ``ibi local``
+writes 0600). The stores log to ``dynalite.log`` and ``s3rver.log`` there, without query
+strings. :meth:`LocalFederation.wait` watches the stores and the APIs' workers and restarts
+a dead one (see ``supervisor.py``).
 """
 
 from __future__ import annotations
@@ -11,13 +17,15 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ibi.core.subsystem import Subsystem, check_distinct
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite
+from ibi_tools.local.stores import Dynalite, LocalServer, private_dir, write_private
+from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
 
 DEFAULT_MINTING_PORT = 8800
 ARCHIVES = ("archive-a", "archive-b")
@@ -56,9 +64,22 @@ def local_subsystems(data_dir: Path, port: int) -> list[dict[str, Any]]:
                 "granularity": "0.001",
             }
         ]
-        path.write_text(json.dumps(configured, indent=2) + "\n")
+        write_private(path, json.dumps(configured, indent=2) + "\n")
     check_distinct(Subsystem.from_mapping(item) for item in configured)
     return list(configured)
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """The data directory, and its ``keys/``, readable by the user only (0700).
+
+    The directory itself is tightened only when it is new, empty, or a run's already: one
+    the user named that holds other things (``--data-dir .``) keeps its mode, and every
+    secret in it sits in a 0700 subdirectory or a 0600 file anyway.
+    """
+    ours = not data_dir.exists() or (data_dir / "subsystems.json").exists()
+    if ours or not any(data_dir.iterdir()):
+        private_dir(data_dir)
+    private_dir(data_dir / "keys")  # the registration keys and the resolver's pepper
 
 
 @dataclass
@@ -77,16 +98,18 @@ class LocalFederation:
     demo: bool = True
     demo_urls: list[Any] = field(default_factory=list)
     _stopped: threading.Event = field(default_factory=threading.Event)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _supervisor: Supervisor | None = None
 
     def start(self) -> LocalFederation:
         quiet_powertools(self.log_level)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = (self.data_dir / "dynalite.log").open("ab")
+        prepare_data_dir(self.data_dir)
+        log = self.data_dir / "dynalite.log"
         self._dynalite = Dynalite(self.data_dir / "dynamodb", log=log).start()
         try:
             from ibi_tools.local.s3 import LocalS3
 
-            self._s3 = LocalS3(self.data_dir / "s3", log=log).start()
+            self._s3 = LocalS3(self.data_dir / "s3", log=self.data_dir / "s3rver.log").start()
             minting = self._minting()
             self.gateways.append(minting)
             for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
@@ -103,7 +126,27 @@ class LocalFederation:
         except BaseException:
             self.stop()
             raise
+        self._supervisor = Supervisor(self._watched())
         return self
+
+    def _watched(self) -> list[Watched]:
+        """The stores first, then the APIs (whose workers need the stores to start)."""
+        stores = [("dynalite", self._dynalite), ("s3rver", self._s3)]
+        watched = [
+            Watched(name, _ended(store), store.restart, log=store.log)
+            for name, store in stores
+            if store is not None
+        ]
+        for gateway in self.gateways:
+            watched.append(
+                Watched(
+                    f"the {gateway.name} API's workers",
+                    gateway.dead_workers,
+                    gateway.restart_dead,
+                    limit=5 * self.workers,
+                )
+            )
+        return watched
 
     @property
     def resolver_url(self) -> str:
@@ -142,10 +185,10 @@ class LocalFederation:
 
         path = self.data_dir / "keys" / f"{archive}.key"
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             key = f"{secrets.randbelow(10**12):012d}-{secrets.randbelow(10**12):012d}"
-            path.write_text(key + "\n")
-            path.chmod(0o600)
+            write_private(path, key + "\n")
+        path.chmod(0o600)  # one an older version made may be wider
         return path.read_text().strip()
 
     def _switch_archives_on(self) -> None:
@@ -208,6 +251,14 @@ class LocalFederation:
                 "IBI_ARCHIVE_BUCKET": bucket,
                 "IBI_ARCHIVE_BASE_URL": f"http://127.0.0.1:{port}",
                 "IBI_MINT_ENDPOINT": mint_endpoint,
+                # its minting service's subsystems: the IBIs it takes originals for
+                "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
+                    prefix
+                    for item in local_subsystems(self.data_dir, self.minting_port)
+                    for subsystem in [Subsystem.from_mapping(item)]
+                    for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
+                ),
+                "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # transfers to loopback Archives
             }
         )
 
@@ -232,8 +283,23 @@ class LocalFederation:
             self._dynalite = None
         self._stopped.set()
 
+    def request_stop(self) -> None:
+        """Ask :meth:`wait` to stop everything and return (safe in a signal handler)."""
+        self._stopping.set()
+
     def wait(self) -> None:
-        self._stopped.wait()
+        """Watch until :meth:`request_stop`: restart what dies (``supervisor.py``), then stop.
+
+        Raises :class:`~ibi_tools.local.supervisor.GaveUp`, everything stopped, when a store
+        or an API's workers keep dying. To be called in the thread that called :meth:`start`
+        (the main one): a child is told to end when the thread that started it ends.
+        """
+        try:
+            while not self._stopping.wait(INTERVAL) and not self._stopped.is_set():
+                if self._supervisor is not None:
+                    self._supervisor.check()
+        finally:
+            self.stop()
 
     def describe(self) -> str:
         lines = [f"ibi local — data in {self.data_dir.resolve()}"]
@@ -261,3 +327,13 @@ class LocalFederation:
                 f"  open {self.resolver_url}/ (landing page) and {self.resolver_url}/status",
             ]
         return "\n".join(lines)
+
+
+def _ended(store: LocalServer) -> Callable[[], list[str]]:
+    """A store's ``dead`` for :class:`Watched`: how it ended, if it has."""
+
+    def dead() -> list[str]:
+        status: str | None = store.exit_status()
+        return [f"pid {store.pid} {status}"] if status else []
+
+    return dead

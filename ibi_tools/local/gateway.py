@@ -144,20 +144,47 @@ class LocalGateway:
             return int(self._served.value)
 
     def start(self) -> LocalGateway:
-        context = multiprocessing.get_context("fork")
         for index in range(self._workers):
-            process = context.Process(
-                target=_serve,
-                args=(f"{self.name}-{index}", self.socket, self._factory, self._served),
-                name=f"{self.name}-{index}",
-                daemon=True,
-            )
-            process.start()
-            self._processes.append(process)
+            self._processes.append(self._fork(index))
         return self
+
+    def _fork(self, index: int) -> BaseProcess:
+        process = multiprocessing.get_context("fork").Process(
+            target=_serve,
+            args=(f"{self.name}-{index}", self.socket, self._factory, self._served),
+            name=f"{self.name}-{index}",
+            daemon=True,
+        )
+        process.start()
+        return process
 
     def alive(self) -> bool:
         return all(process.is_alive() for process in self._processes)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return [process.pid for process in self._processes if process.pid is not None]
+
+    def dead_workers(self) -> list[str]:
+        """How each worker that has ended ended (an empty list: all serve)."""
+        ended = []
+        for process in self._processes:
+            code = process.exitcode
+            if code is not None:
+                how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+                ended.append(f"{process.name} (pid {process.pid}) {how}")
+        return ended
+
+    def restart_dead(self) -> None:
+        """Fork a new worker for each one that ended: the port never stops being served.
+
+        (The listening socket is the parent's: while no worker accepts, connections wait in
+        its backlog, unanswered, so a gateway whose workers all died would hang its clients.)
+        """
+        for index, process in enumerate(self._processes):
+            if process.exitcode is not None:
+                process.join()
+                self._processes[index] = self._fork(index)
 
     def shutdown(self) -> None:
         for process in self._processes:

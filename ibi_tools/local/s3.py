@@ -23,7 +23,13 @@ What it does not do, and what follows (``functions/archive/files.py`` copes with
 - a key's last segment becomes a file name plus ``._S3rver_object`` (15 characters), so each
   segment is limited to about 240 bytes here (S3 itself only limits the whole key to 1024);
 - presigned URLs must be SigV4 (``Config(signature_version="s3v4")``, as :meth:`client` does):
-  botocore presigns with SigV2 by default in us-east-1.
+  botocore presigns with SigV2 by default in us-east-1;
+- it logs every request line, query string included: a presigned URL's ``X-Amz-Signature``
+  and ``X-Amz-Credential`` with it, and its logging cannot be configured beyond ``--silent``.
+  So its output reaches the log only through :func:`~ibi_tools.local.stores.scrub_log_line`
+  (no query strings, no colours), into a 0600 file. Its request logger (koa-logger) cuts the
+  first 16 characters of each line, which are colour codes only when colours are on: hence
+  ``FORCE_COLOR=1``, else the method and the start of the path are cut instead.
 """
 
 from __future__ import annotations
@@ -57,7 +63,10 @@ class LocalS3(LocalServer):
             str(self.port),
             "--no-vhost-buckets",
         ]
-        return arguments if self._log is not None else [*arguments, "--silent"]
+        return arguments if self.log is not None else [*arguments, "--silent"]
+
+    def environment(self) -> dict[str, str]:
+        return {"FORCE_COLOR": "1"}  # whole request lines (see above); the colours are scrubbed
 
     def client(self) -> Any:
         """A boto3 S3 client for this server: path-style, SigV4 presigning, its fixed key."""

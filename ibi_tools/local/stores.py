@@ -2,6 +2,11 @@
 
 dynalite (npm) speaks the DynamoDB API over LevelDB files, so local data survives restarts
 (and ``kill -9``), and its conditional writes are atomic.
+
+Everything a store writes is private to the user running it, whatever the umask: its data
+directory is 0700 and the files in it 0600 (the child runs with umask 077), and so are its
+pid file and its log. The log is written through a filter that drops query strings (and so
+the signatures of presigned URLs) and terminal colours from every line.
 """
 
 from __future__ import annotations
@@ -10,11 +15,13 @@ import contextlib
 import ctypes
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -28,8 +35,69 @@ LOCAL_REGION = "us-east-1"
 LOCAL_KEY = "local"  # dynalite accepts any credentials; nothing here reaches AWS
 
 
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
 class LocalStoreError(RuntimeError):
     """A local store could not be found or started."""
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` made if missing, and readable by its owner only (0700)."""
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    path.chmod(PRIVATE_DIR)
+    return path
+
+
+def open_private(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """A file descriptor on ``path`` (made if missing), the file 0600 whatever the umask."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)  # a file left by an older run may be wider
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path``'s content with ``text``; the file 0600 whatever the umask."""
+    fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+
+
+# What a log line must not keep: terminal colours, and any query string (a presigned URL's
+# X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token...), and, should one appear outside
+# a URL, any X-Amz-Signature/Credential/Security-Token value.
+_COLOURS = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
+_QUERY = re.compile(rb"\?\S*")
+_AMZ_SECRET = re.compile(rb"(?i)(x-amz-(?:signature|credential|security-token))[=:]\s*\S+")
+
+
+def scrub_log_line(line: bytes) -> bytes:
+    """One line of a store's output as it may be logged: no colours, no query, no signature."""
+    line = _COLOURS.sub(b"", line)
+    line = _QUERY.sub(b"", line)
+    return _AMZ_SECRET.sub(rb"\1=[removed]", line)
+
+
+def _copy_scrubbed(source: IO[bytes], fd: int) -> None:
+    """In a thread: every line of a store's output to its log, scrubbed, until the store ends.
+
+    A line that cannot be written (a full disk) is dropped, and reading goes on: a store
+    blocked on a full pipe would stop answering.
+    """
+    try:
+        with source:
+            for line in source:
+                with contextlib.suppress(OSError):
+                    os.write(fd, scrub_log_line(line))
+    except (OSError, ValueError):
+        pass  # the pipe broke: the store is gone, and its exit is seen by whoever watches it
+    finally:
+        os.close(fd)
 
 
 def _ephemeral_ports() -> tuple[int, int]:
@@ -137,18 +205,25 @@ class LocalServer:
 
     It dies with its parent (even on ``kill -9``), records its pid beside its data, and a
     server left running on the same data by a killed run is stopped before a new one starts.
+    With a ``log``, its output goes there through :func:`scrub_log_line`; without, nowhere.
+    :meth:`restart` starts it again on the same port and data (a store that died).
     """
 
     tool = ""
 
-    def __init__(self, path: Path, *, port: int | None = None, log: IO[bytes] | None = None):
+    def __init__(self, path: Path, *, port: int | None = None, log: Path | None = None):
         self.path = Path(path).absolute()  # as the leftover check finds it in the command line
         self.port = port or free_port()
-        self._log = log
+        self.log = Path(log).absolute() if log is not None else None
         self._process: subprocess.Popen[bytes] | None = None
+        self._copier: threading.Thread | None = None
 
     def arguments(self) -> list[str]:
         raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        """Variables the tool runs with, added to this process's environment."""
+        return {}
 
     @property
     def endpoint(self) -> str:
@@ -163,17 +238,47 @@ class LocalServer:
         return self.path.parent / f"{self.path.name}.pid"
 
     def start(self) -> Self:
-        self.path.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path)
         stop_leftover(self._pidfile, self.tool, self.path)
-        self._process = subprocess.Popen(  # noqa: S603 - our own tool, fixed arguments
-            [str(find_node_tool(self.tool)), *self.arguments()],
-            stdout=self._log or subprocess.DEVNULL,
-            stderr=self._log or subprocess.DEVNULL,
-            preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
-        )
-        self._pidfile.write_text(f"{self._process.pid}\n")
+        log_fd = open_private(self.log) if self.log is not None else None
+        output = subprocess.PIPE if log_fd is not None else subprocess.DEVNULL
+        try:
+            self._process = subprocess.Popen(  # noqa: S603 - our own tool, fixed arguments
+                [str(find_node_tool(self.tool)), *self.arguments()],
+                stdout=output,
+                stderr=subprocess.STDOUT if log_fd is not None else subprocess.DEVNULL,
+                env={**os.environ, **self.environment()},
+                umask=0o077,  # its data: the user's only
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
+            )
+        except BaseException:
+            if log_fd is not None:
+                os.close(log_fd)
+            raise
+        if log_fd is not None:
+            assert self._process.stdout is not None
+            self._copier = threading.Thread(
+                target=_copy_scrubbed,
+                args=(self._process.stdout, log_fd),
+                name=f"{self.tool}-log",
+                daemon=True,
+            )
+            self._copier.start()
+        write_private(self._pidfile, f"{self._process.pid}\n")
         wait_for_port(self.port, self._process)
         return self
+
+    def exit_status(self) -> str | None:
+        """None while it runs; once it has ended, how (``killed by signal 9``...)."""
+        if self._process is None or self._process.poll() is None:
+            return None
+        code = self._process.returncode
+        return f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+
+    def restart(self) -> Self:
+        """Start it again, on the same port and the same data (after it died)."""
+        self.stop()
+        return self.start()
 
     def stop(self) -> None:
         if self._process is None:
@@ -185,6 +290,9 @@ class LocalServer:
             self._process.kill()
             self._process.wait()
         self._process = None
+        if self._copier is not None:
+            self._copier.join(timeout=5)  # the last lines into the log
+            self._copier = None
         self._pidfile.unlink(missing_ok=True)
 
     def __enter__(self) -> Self:

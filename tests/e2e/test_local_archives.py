@@ -207,3 +207,61 @@ def test_archive_service_names_its_ibi(local: LocalRun) -> None:
     )
     assert as_json["archiveserviceibi"]["ibip"] == label
     assert as_json["protocol_url"].endswith("/" + label)
+
+
+def test_published_bytes_never_change_silently_in_local_mode(
+    local: LocalRun, tmp_path: Path
+) -> None:
+    """Issue 11, finding 5, against s3rver (which binds a presigned PUT to nothing)."""
+    import hashlib
+
+    from ibi.client import ApiError, ArchiveClient, http_send
+
+    archive = ArchiveClient(local.archives[0], sign=False)
+    item = archive.create({"dc": {"title": "A release"}})
+    label = item["ibi"]["ibip"]
+    archive.upload_files(label, [("app.txt", b"release 1.0\n", "text/plain")])
+    url = f"{local.archives[0]}/col/{label}/app.txt"
+    with pytest.raises(ApiError) as refused:
+        archive.upload_files(label, [("app.txt", b"tampered!!!\n", "text/plain")])
+    assert refused.value.status == 409 and refused.value.code == "FileExists"
+    # The presigned PUT itself, sent straight to the S3 stand-in: it lands on an upload key.
+    tampered = b"tampered!!!\n"
+    declared = {"path": "app.txt", "sha256": hashlib.sha256(tampered).hexdigest(), "size": 12}
+    [grant] = archive.call("POST", "/api/item/uploads", {"files": [declared]}, ibi=label)["uploads"]
+    assert http_send("PUT", grant["url"], data=tampered, headers=grant["headers"]).status == 200
+    assert get(url)[2] == b"release 1.0\n"
+    # An operator's replacement: explicit, recorded, the previous version kept.
+    fixed = tmp_path / "app.txt"
+    fixed.write_bytes(b"release 1.0, fixed\n")
+    done = cli(
+        "archive",
+        "replace",
+        label,
+        str(fixed),
+        "--reason",
+        "a typo",
+        "--endpoint",
+        local.archives[0],
+    )
+    assert done.returncode == 0, done.stderr
+    [revision] = json.loads(done.stdout)["history"]
+    assert revision["old"]["sha256"] == hashlib.sha256(b"release 1.0\n").hexdigest()
+    assert revision["by"].startswith("anonymous:127.0.0.1") and revision["reason"] == "a typo"
+    assert get(url)[2] == b"release 1.0, fixed\n"
+    previous = archive.previous_version(label, "app.txt", revision["old"]["sha256"])
+    assert get(previous["url"])[2] == b"release 1.0\n"
+    assert cli("archive", "verify", label, "--endpoint", local.archives[0]).returncode == 0
+
+
+def test_an_original_of_another_subsystem_only_through_an_import(local: LocalRun) -> None:
+    """Issue 11, finding 6: locally too, the Archives take originals of the local minting
+    service's subsystem only."""
+    from ibi.client import ApiError, ArchiveClient
+
+    archive = ArchiveClient(local.archives[1], sign=False)
+    with pytest.raises(ApiError) as refused:
+        archive.create({"ibi": "LK47B6W/362SFKH"})
+    assert refused.value.status == 403 and refused.value.code == "NotOwnSubsystem"
+    imported = archive.import_original({"ibi": "LK47B6W/362SFKH", "reason": "a test import"})
+    assert imported["state"] == "Original" and imported["history"][0]["action"] == "imported"

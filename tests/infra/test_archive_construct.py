@@ -84,9 +84,9 @@ def test_construct_owns_one_table_two_buckets_one_function_one_api(template: Tem
     template.resource_count_is("AWS::S3::Bucket", 2)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::ApiGatewayV2::Api", 1)
-    template.resource_count_is("AWS::ApiGatewayV2::Route", 14)  # public, 12 deposit, guard
+    template.resource_count_is("AWS::ApiGatewayV2::Route", 20)  # public, 18 deposit, guard
     # API Gateway may invoke the function once per route, from that route only
-    template.resource_count_is("AWS::Lambda::Permission", 14)
+    template.resource_count_is("AWS::Lambda::Permission", 20)
 
 
 def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Template) -> None:
@@ -105,8 +105,44 @@ def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Templa
         "/*/POST/api/item/files",
         "/*/POST/api/verify",
         "/*/POST/api/item/transfer",
+        "/*/POST/api/item/files/replace",
+        "/*/GET/api/item/previous",
+        "/*/POST/api/imports",
+        "/*/POST/api/transfers",
+        "/*/POST/api/transfers/complete",
+        "/*/DELETE/api/transfers",
         "/*/GET/api/*",
     }
+
+
+def test_grant_transfer_in_allows_a_sending_archive_the_receiving_routes_only() -> None:
+    stack = Stack()
+    receiver = Archive(stack, "Receiver", mint_endpoint=MINT_ENDPOINT, code=INLINE)
+    sender = iam.Role(stack, "Sender", assumed_by=iam.AccountRootPrincipal())
+    receiver.grant_transfer_in(sender)
+    statements = _roles_policy(Template.from_stack(stack), "Sender")
+    assert {statement["Resource"]["Fn::Join"][1][-1] for statement in statements} == {
+        "/*/POST/api/transfers",
+        "/*/POST/api/item/uploads",
+        "/*/POST/api/item/files",
+        "/*/GET/api/item",
+        "/*/POST/api/transfers/complete",
+        "/*/DELETE/api/transfers",
+    }
+
+
+def test_the_archive_takes_originals_of_the_subsystems_it_is_given() -> None:
+    stack = Stack()
+    Archive(
+        stack,
+        "Archive",
+        mint_endpoint=MINT_ENDPOINT,
+        subsystem_prefixes=["sid.inpe.br/mtc-m18", "8JMKD3MGP8W"],
+        code=INLINE,
+    )
+    (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["IBI_ARCHIVE_SUBSYSTEM_PREFIXES"] == "sid.inpe.br/mtc-m18,8JMKD3MGP8W"
 
 
 def test_url_properties(alone: tuple[Stack, Archive]) -> None:

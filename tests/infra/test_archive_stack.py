@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match
 
 from functions.archive.handler import app as archive_app
 from functions.archive.settings import ArchiveSettings
+from infra.config import DEFAULT_SUBSYSTEMS
 from infra.stacks import ArchiveStack
 from tests.infra.support import Synthesized, actions, arn_of, granted
 
@@ -40,6 +41,12 @@ DEPOSIT_ROUTE_KEYS = {
     "POST /api/item/files",
     "POST /api/verify",
     "POST /api/item/transfer",
+    "POST /api/item/files/replace",
+    "GET /api/item/previous",
+    "POST /api/imports",
+    "POST /api/transfers",
+    "POST /api/transfers/complete",
+    "DELETE /api/transfers",
 }
 PUBLIC_ROUTE_KEY = "GET /{proxy+}"
 GUARD_ROUTE_KEY = "GET /api/{proxy+}"
@@ -122,6 +129,26 @@ def test_files_bucket_is_private_encrypted_versioned_logged_and_retained(
     assert not archive_synthesized.resources("Custom::S3AutoDeleteObjects")
 
 
+def test_only_uncommitted_uploads_expire(archive_synthesized: Archive) -> None:
+    """Published files (items/) and replaced versions (history/) are kept for good."""
+    archive = archive_synthesized.stack.archive
+    files = archive_synthesized.resources("AWS::S3::Bucket")[
+        archive_synthesized.logical_id(archive.files_bucket)
+    ]
+    assert files["Properties"]["LifecycleConfiguration"] == {
+        "Rules": [
+            {
+                "Id": "ExpireUncommittedUploads",
+                "Prefix": "uploads/",
+                "Status": "Enabled",
+                "ExpirationInDays": 1,
+                "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+                "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+            }
+        ]
+    }
+
+
 def test_buckets_refuse_requests_without_tls(archive_synthesized: Archive) -> None:
     policies = archive_synthesized.resources("AWS::S3::BucketPolicy").values()
     assert len(policies) == 2
@@ -180,6 +207,12 @@ def test_function_environment(archive_synthesized: Archive) -> None:
         },
         # cdk.json leaves base_url, platform_software and mint_subsystem to the Lambda
         "IBI_URLKEY_TTL_SECONDS": "600",
+        # its minting service's subsystems, both forms: the IBIs it takes originals for
+        "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
+            prefix
+            for subsystem in DEFAULT_SUBSYSTEMS
+            for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
+        ),
         "POWERTOOLS_SERVICE_NAME": "archive",
         "POWERTOOLS_METRICS_NAMESPACE": "ibi",
         "LOG_LEVEL": "INFO",
@@ -204,6 +237,8 @@ def test_the_function_accepts_its_environment(archive_synthesized: Archive) -> N
     assert settings.mint_endpoint == placeholders["IBI_MINT_ENDPOINT"]
     assert settings.base_url is None  # the API's own domain
     assert settings.urlkey_ttl_seconds == 600
+    assert settings.subsystem_prefixes == ("example.org/ibi", DEFAULT_SUBSYSTEMS[0].ibip_prefix)
+    assert settings.allow_networks == ()  # a transfer reaches public addresses only
 
 
 def test_function_role_grants_exactly_what_the_function_does(
@@ -236,10 +271,14 @@ def test_function_role_grants_exactly_what_the_function_does(
     }
     assert granted(archive_synthesized.template, role_id) == {
         arn_of(logical_id(stack.archive.items_table)): ITEMS_TABLE_ACTIONS,
-        arn_of(logical_id(stack.archive.files_bucket), "/items/*"): {
-            "s3:GetObject",
-            "s3:PutObject",
-        },
+        # published files, uploads until their commit, replaced versions: nothing else
+        json.dumps(
+            [
+                json.loads(arn_of(logical_id(stack.archive.files_bucket), f"/{prefix}*"))
+                for prefix in ("history/", "items/", "uploads/")
+            ],
+            sort_keys=True,
+        ): {"s3:GetObject", "s3:PutObject"},
         arn_of(logical_id(stack.archive.files_bucket)): {"s3:ListBucket"},
         arn_of(logical_id(stack.archive.log_group)): LOG_ACTIONS,
         json.dumps(mint_route, sort_keys=True): {"execute-api:Invoke"},

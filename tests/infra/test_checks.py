@@ -56,7 +56,9 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-IAM5[Resource::*]",  # X-Ray: the minting, Archive, resolver functions
         "AwsSolutions-IAM5[Resource::*]",
         "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/history/*]",
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
+        "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/uploads/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
         "<AWS::AccountId>:<MintingApi90BDA48E>/*/POST/mint]",
         "AwsSolutions-L1",  # Python 3.13: the minting, Archive, resolver functions

@@ -91,7 +91,9 @@ def test_trust_is_one_repository_and_one_environment(
         "StringEquals": {
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": "repo:inpe/urlib:environment:release",
-        }
+        },
+        # each session named after its run: the Archive records it as the items' depositor
+        "StringLike": {"sts:RoleSessionName": "gh-*"},
     }
 
 
@@ -112,7 +114,16 @@ def test_the_ci_role_may_mint_and_deposit_only(
         ]
     )
     assert ("POST", "/api/items") in CI_DEPOSIT_ROUTES
-    assert not {path for _, path in CI_DEPOSIT_ROUTES} & {"/api/verify", "/api/item/transfer"}
+    assert not {path for _, path in CI_DEPOSIT_ROUTES} & {
+        "/api/verify",
+        "/api/item/transfer",
+        # issue 11: replacing a published file, importing another subsystem's original and
+        # receiving a transfer are an operator's (grant_deposit), never a pipeline's
+        "/api/item/files/replace",
+        "/api/imports",
+        "/api/transfers",
+        "/api/transfers/complete",
+    }
     outputs = archive_with_ci.template.find_outputs("CiRoleArn")
     assert outputs["CiRoleArn"]["Value"] == {
         "Fn::GetAtt": [archive_with_ci.logical_id(stack.ci.role), "Arn"]  # type: ignore[union-attr]
@@ -229,6 +240,29 @@ def test_no_context_no_role() -> None:
 
 
 def test_trust_policy_is_plain_json(archive_with_ci: Synthesized[ArchiveStack]) -> None:
-    """No wildcard anywhere in the trust policy (StringLike would allow one)."""
-    trust = json.dumps(_ci_role(archive_with_ci)["Properties"]["AssumeRolePolicyDocument"])
+    """No wildcard in whom the trust policy admits (StringEquals on the token's audience and
+    subject); the one StringLike names the session, never the repository or its ref."""
+    role = _ci_role(archive_with_ci)
+    document = json.loads(json.dumps(role["Properties"]["AssumeRolePolicyDocument"]))  # a copy
+    (statement,) = document["Statement"]
+    like = statement["Condition"].pop("StringLike")
+    assert like == {"sts:RoleSessionName": "gh-*"}
+    trust = json.dumps(document)
     assert "StringLike" not in trust and "*" not in trust
+
+
+def test_the_workflow_names_its_session_after_its_run_as_the_trust_policy_requires() -> None:
+    """The deposit records the session as the items' depositor (issue 11, finding 5)."""
+    import fnmatch
+    from pathlib import Path
+
+    import yaml
+
+    from infra.ci import SESSION_NAME_PATTERN
+
+    workflow = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "deposit.yml"
+    steps = yaml.safe_load(workflow.read_text())["jobs"]["deposit"]["steps"]
+    (assume,) = [step for step in steps if step.get("name") == "Assume the CI role"]
+    name = assume["with"]["role-session-name"]
+    assert "${{ github.run_id }}" in name
+    assert fnmatch.fnmatchcase(name.replace("${{ github.run_id }}", "4242"), SESSION_NAME_PATTERN)

@@ -20,7 +20,13 @@ pytestmark = pytest.mark.infra
 PUBLISHED = {
     "minting": {"IBIsMinted", "MintReplayed", "MintTooEarly", "MintUnavailable", "MintConflicts"},
     "archive": {"IntegrityProblems", "ItemsCreated", "UrlRequestsHeld", "Acknowledgments"},
-    "resolver": {"ArchiveFailures", "Resolution409", "Resolution504", "Resolution302"},
+    "resolver": {
+        "ArchiveFailures",
+        "Resolution409",
+        "Resolution504",
+        "Resolution302",
+        "RegistrationGuessCap",
+    },
 }
 
 
@@ -140,6 +146,7 @@ def test_no_4xx_alarm_for_the_iam_apis(archive_synthesized: Synthesized[ArchiveS
         ("resolver", "Resolution504", 5),
         ("resolver", "Resolution409", 1),
         ("resolver", "ArchiveFailures", 50),
+        ("resolver", "RegistrationGuessCap", 1),
     ],
 )
 def test_the_functions_own_metrics(

@@ -16,6 +16,7 @@ from infra.resolver import (
     ADMIN_ROUTES,
     PUBLIC_ROUTES,
     REGISTRY_ACTIONS,
+    THROTTLE_ACTIONS,
     Resolver,
 )
 from infra.stacks import RESOLVER_STACK_ID, ResolverStack
@@ -25,16 +26,21 @@ from tests.infra.support import SKIP_BUNDLING, Synthesized, arn_of, granted
 pytestmark = pytest.mark.infra
 
 
-def test_registry_table_is_retained_with_pitr_and_ttl(
-    resolver_synthesized: Synthesized[ResolverStack],
+@pytest.mark.parametrize(("table", "key"), [("registry", "service"), ("throttle", "counter")])
+def test_the_tables_are_retained_with_pitr_and_ttl(
+    resolver_synthesized: Synthesized[ResolverStack], table: str, key: str
 ) -> None:
-    table = resolver_synthesized.template.find_resources("AWS::DynamoDB::Table")
-    ((_, resource),) = table.items()
+    tables = resolver_synthesized.template.find_resources("AWS::DynamoDB::Table")
+    assert len(tables) == 2  # the registry, and the wrong keys counted apart from it
+    construct = getattr(resolver_synthesized.stack.resolver, f"{table}_table")
+    resource = tables[resolver_synthesized.logical_id(construct)]
     properties = resource["Properties"]
     assert resource["DeletionPolicy"] == "Retain"
-    assert properties["KeySchema"] == [{"AttributeName": "service", "KeyType": "HASH"}]
+    assert properties["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]
     assert properties["BillingMode"] == "PAY_PER_REQUEST"
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    # Every throttle record expires (throttle.py); the registry's TTL lets the throttle
+    # records an earlier version kept there expire.
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
 
 
@@ -57,6 +63,8 @@ def test_the_function(resolver_synthesized: Synthesized[ResolverStack]) -> None:
     assert variables["IBI_PEPPER_SECRET_ARN"] == {"Ref": pepper}
     table = resolver_synthesized.logical_id(resolver_synthesized.stack.resolver.registry_table)
     assert variables["IBI_RESOLVER_TABLE"] == {"Ref": table}
+    throttle = resolver_synthesized.logical_id(resolver_synthesized.stack.resolver.throttle_table)
+    assert variables["IBI_THROTTLE_TABLE"] == {"Ref": throttle}
     # One Archive's timeout < the resolution's deadline < the Lambda's < API Gateway's 30 s.
     archive_timeout = float(variables["IBI_ARCHIVE_TIMEOUT_SECONDS"])
     deadline = float(variables["IBI_RESOLUTION_DEADLINE_SECONDS"])
@@ -71,13 +79,20 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
     )
     table = resolver_synthesized.logical_id(stack.resolver.registry_table)
     assert grants[arn_of(table)] == set(REGISTRY_ACTIONS)
+    throttle = resolver_synthesized.logical_id(stack.resolver.throttle_table)
+    # Never a Scan: the throttle table is only read by key.
+    assert (
+        grants[arn_of(throttle)]
+        == set(THROTTLE_ACTIONS)
+        == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    )
     secret = resolver_synthesized.logical_id(stack.resolver.pepper)
     secret_actions = grants[json.dumps({"Ref": secret}, sort_keys=True)]
     assert secret_actions == {"secretsmanager:GetSecretValue"}
     log_group = resolver_synthesized.logical_id(stack.resolver.log_group)
     assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
     assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-    assert len(grants) == 4  # the table, the secret, the log group, X-Ray: nothing else
+    assert len(grants) == 5  # the two tables, the secret, the log group, X-Ray: nothing else
     everything = set().union(*grants.values())
     assert not {a for a in everything if a.endswith(":*") or a == "*"}
     assert not {a for a in everything if a.startswith("s3:")}

@@ -233,19 +233,60 @@ def test_presigning_needs_a_sigv4_client() -> None:
 
 def test_commit_checks_size_and_checksum(store: S3FileStore) -> None:
     data = b"0123456789"
-    assert store.put(ITEM, "a.txt", data, "text/plain") == (sha256(data), 10)
+    assert store.put(ITEM, "a.txt", data, "text/plain", announced=sha256(data)) == (
+        sha256(data),
+        10,
+    )
     store.commit(ITEM, "a.txt", sha256_hex=sha256(data), size=10)
+    assert store.read(ITEM, "a.txt", max_bytes=10) == data  # published
+    store.put(ITEM, "b.txt", data, "text/plain", announced=sha256(b"other"))
     with pytest.raises(FileMismatch) as caught:
-        store.commit(ITEM, "a.txt", sha256_hex=sha256(b"other"), size=10)
+        store.commit(ITEM, "b.txt", sha256_hex=sha256(b"other"), size=10)
     assert (caught.value.part, caught.value.found) == ("sha256", sha256(data))
     with pytest.raises(FileMismatch) as caught:
         store.commit(ITEM, "a.txt", sha256_hex=sha256(data), size=11)
     assert (caught.value.part, caught.value.expected, caught.value.found) == ("size", "11", "10")
+    with pytest.raises(FileMissing):
+        store.read(ITEM, "b.txt", max_bytes=10)  # nothing refused is published
 
 
 def test_commit_of_nothing_is_missing(store: S3FileStore) -> None:
     with pytest.raises(FileMissing):
         store.commit(ITEM, "never.txt", sha256_hex=sha256(b""), size=0)
+
+
+def test_an_upload_never_lands_on_a_published_file(http_store: S3FileStore) -> None:
+    """Issue 11, finding 5: a presigned PUT writes its own upload key, whatever it carries;
+    only a commit publishes, and the item decides whether a commit may (content.py)."""
+    published = b"published bytes\n"
+    assert upload(http_store, ITEM, "a.txt", published, published) == 200
+    http_store.commit(ITEM, "a.txt", sha256_hex=sha256(published), size=len(published))
+    other = b"other bytes!!!!!\n"
+    assert upload(http_store, ITEM, "a.txt", other, other) == 200
+    assert http_store.read(ITEM, "a.txt", max_bytes=100) == published
+    assert http_store.sha256_of(ITEM, "a.txt") == sha256(published)
+    grant = http_store.presign_upload(
+        ITEM, "a.txt", sha256_hex=sha256(other), size=len(other), content_type="text/plain"
+    )
+    assert "/uploads/" in grant["url"] and "/items/" not in grant["url"]
+
+
+def test_a_replaced_version_is_kept_under_its_checksum(http_store: S3FileStore) -> None:
+    first, second = b"version one\n", b"version two, longer\n"
+    for data in (first, second):
+        assert upload(http_store, IBIP_ITEM, "doc/a.txt", data, data) == 200
+    http_store.commit(IBIP_ITEM, "doc/a.txt", sha256_hex=sha256(first), size=len(first))
+    http_store.keep_version(IBIP_ITEM, "doc/a.txt", sha256_hex=sha256(first))
+    http_store.commit(IBIP_ITEM, "doc/a.txt", sha256_hex=sha256(second), size=len(second))
+    assert http_store.read(IBIP_ITEM, "doc/a.txt", max_bytes=100) == second
+    assert http_store.sha256_of(IBIP_ITEM, "doc/a.txt", version=sha256(first)) == sha256(first)
+    url = http_store.presign_download(
+        IBIP_ITEM, "doc/a.txt", filename="a.txt", version=sha256(first)
+    )
+    with http("GET", url) as answer:
+        assert answer.read() == first
+    with pytest.raises(FileMissing):
+        http_store.sha256_of(IBIP_ITEM, "doc/a.txt", version=sha256(b"never published"))
 
 
 def test_commit_uses_the_stored_checksum_only_when_trusted() -> None:
@@ -255,21 +296,23 @@ def test_commit_uses_the_stored_checksum_only_when_trusted() -> None:
         client = boto3.client("s3", region_name="us-east-1", config=SIGV4)
         client.create_bucket(Bucket="bucket")
         trusting = S3FileStore(client, "bucket")
-        client.put_object(
-            Bucket="bucket",
-            Key=trusting.object_key(ITEM, "a.txt"),
-            Body=data,
-            ChecksumAlgorithm="SHA256",
-            ChecksumSHA256=base64.b64encode(bytes.fromhex(claimed)).decode(),
-        )
-        trusting.commit(ITEM, "a.txt", sha256_hex=claimed, size=len(data))  # no read at all
         careful = S3FileStore(client, "bucket", trust_stored_checksum=False)
+        for key in (trusting.upload_key(ITEM, "a.txt", claimed), trusting.object_key(ITEM, "b")):
+            client.put_object(
+                Bucket="bucket",
+                Key=key,
+                Body=data,
+                ChecksumAlgorithm="SHA256",
+                ChecksumSHA256=base64.b64encode(bytes.fromhex(claimed)).decode(),
+            )
+        trusting.commit(ITEM, "a.txt", sha256_hex=claimed, size=len(data))  # no read at all
         with pytest.raises(FileMismatch):
             careful.commit(ITEM, "a.txt", sha256_hex=claimed, size=len(data))
+        careful.put(ITEM, "a.txt", data, "text/plain", announced=sha256(data))
         careful.commit(ITEM, "a.txt", sha256_hex=sha256(data), size=len(data))
         assert careful.sha256_of(ITEM, "a.txt") == sha256(data)
         with pytest.raises(FileStoreError, match="FlexibleChecksumError"):
-            trusting.sha256_of(ITEM, "a.txt")  # on S3: damaged on the way, to be retried
+            trusting.sha256_of(ITEM, "b")  # on S3: damaged on the way, to be retried
 
 
 # -- reads -----------------------------------------------------------------------------------------
@@ -320,6 +363,11 @@ def test_throttling_is_flagged() -> None:
         stub.add_client_error("head_object", "SlowDown", http_status_code=503)
         with pytest.raises(FileStoreError) as caught:
             store.commit(ITEM, "a.txt", sha256_hex=sha256(b""), size=0)
+    assert caught.value.throttled
+    with Stubber(client) as stub:
+        stub.add_client_error("copy_object", "SlowDown", http_status_code=503)
+        with pytest.raises(FileStoreError) as caught:
+            store.keep_version(ITEM, "a.txt", sha256_hex=sha256(b""))
     assert caught.value.throttled
 
 

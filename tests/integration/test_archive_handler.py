@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -31,6 +32,7 @@ EVENTS = Path(__file__).parents[2] / "events" / "archive"
 SERVICE = Forms(ibip="8JMKD3MGP8W/3FSUP4L")
 ITEM = "8JMKD3MGP8W/35MME4E"
 HELLO = b"hello world"
+OWN = ("8JMKD3MGP8W", "example.org/ibi")  # the prefixes of the Archive's own subsystems
 Invoke = Callable[..., dict[str, Any]]
 
 
@@ -65,7 +67,7 @@ def runtime() -> Iterator[Runtime]:
         settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": "archive-items"})
         clock = FakeClock(Decimal(1795473000))
         yield Runtime(
-            service=ArchiveService(store, clock=clock, mint=mint),
+            service=ArchiveService(store, clock=clock, mint=mint, own_prefixes=OWN),
             store=store,
             settings=settings,
             clock=clock,
@@ -96,7 +98,8 @@ def deposit(invoke: Invoke, runtime: Runtime) -> None:
     uploads = body(invoke("upload_files.json"))["uploads"]
     assert uploads[0]["method"] == "PUT" and uploads[0]["headers"]["Content-Length"] == "11"
     assert isinstance(runtime.files, S3FileStore)
-    runtime.files.put(ITEM, "hello.txt", HELLO, "text/plain")  # what the client's PUT does
+    announced = hashlib.sha256(HELLO).hexdigest()
+    runtime.files.put(ITEM, "hello.txt", HELLO, "text/plain", announced=announced)  # client's PUT
     assert invoke("commit_files.json")["statusCode"] == 200
 
 
@@ -180,7 +183,8 @@ def test_a_damaged_file_is_reported_never_served(invoke: Invoke, runtime: Runtim
 def test_commit_refuses_a_wrong_upload(invoke: Invoke, runtime: Runtime) -> None:
     assert invoke("create_original.json")["statusCode"] == 201
     assert isinstance(runtime.files, S3FileStore)
-    runtime.files.put(ITEM, "hello.txt", b"something else", "text/plain")
+    announced = hashlib.sha256(HELLO).hexdigest()
+    runtime.files.put(ITEM, "hello.txt", b"something else", "text/plain", announced=announced)
     refused = invoke("commit_files.json")
     assert refused["statusCode"] == 422 and body(refused)["error"]["code"] == "FileMismatch"
     assert body(invoke("get_item.json"))["files"] == []
@@ -413,3 +417,189 @@ def test_the_profile_and_the_item_survive_keys_left_unprocessed(runtime: Runtime
     assert item is not None and item.external_url == "https://example.org/a"
     assert profile.languages == frozenset({"pt"})
     assert store.profile_and_item("8JMKD3MGP8W/35MMLL8")[1] is None
+
+
+# -- issue 11: who may change what (findings 5, 6), transfers that prove themselves (7) ---------
+
+AGAIN = b"hello again"  # as long as HELLO: only the SHA-256 tells them apart
+
+
+def as_principal(name: str, user_arn: str) -> dict[str, Any]:
+    """``name``'s event, signed by another IAM principal."""
+    context = event(name)["requestContext"]
+    context["authorizer"]["iam"]["userArn"] = user_arn
+    return {"requestContext": context}
+
+
+def stage(runtime: Runtime, data: bytes, path: str = "hello.txt") -> dict[str, Any]:
+    """What the client does before a commit: the PUT to the presigned URL; the declaration."""
+    assert isinstance(runtime.files, S3FileStore)
+    digest = hashlib.sha256(data).hexdigest()
+    runtime.files.put(ITEM, path, data, "text/plain", announced=digest)
+    return {"path": path, "sha256": digest, "size": len(data), "content_type": "text/plain"}
+
+
+def served(invoke: Invoke) -> bytes:
+    import base64
+
+    answer = invoke("file.json")
+    assert answer["statusCode"] == 200
+    return base64.b64decode(answer["body"])
+
+
+def test_the_ci_routes_never_replace_a_published_file(invoke: Invoke, runtime: Runtime) -> None:
+    deposit(invoke, runtime)
+    other = json.dumps({"files": [stage(runtime, AGAIN)]})
+    refused = invoke("commit_files.json", body=other)
+    assert refused["statusCode"] == 409
+    error = body(refused)["error"]
+    assert error["code"] == "FileExists" and "POST /api/item/files/replace" in error["message"]
+    assert served(invoke) == HELLO
+    assert body(invoke("verify.json"))["problems"] == 0
+    before = body(invoke("get_item.json"))
+    assert invoke("commit_files.json")["statusCode"] == 200  # the same bytes again: a no-op
+    assert body(invoke("get_item.json")) == before
+
+
+def test_files_join_an_item_only_from_its_depositor(invoke: Invoke, runtime: Runtime) -> None:
+    assert invoke("create_original.json")["statusCode"] == 201
+    assert body(invoke("get_item.json"))["creator"] == (
+        "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/github-actions"
+    )
+    stage(runtime, HELLO)
+    other_run = as_principal(
+        "commit_files.json", "arn:aws:sts::123456789012:assumed-role/ibi-ci-minter/gh-9002"
+    )
+    refused = invoke("commit_files.json", **other_run)
+    assert refused["statusCode"] == 403 and body(refused)["error"]["code"] == "NotCreator"
+    assert body(invoke("get_item.json"))["files"] == []
+
+
+def test_an_operator_replaces_a_file_and_the_history_says_so(
+    invoke: Invoke, runtime: Runtime
+) -> None:
+    deposit(invoke, runtime)
+    stage(runtime, AGAIN)
+    revised = invoke("replace_files.json")
+    assert revised["statusCode"] == 200, revised["body"]
+    [revision] = body(revised)["history"]
+    assert revision["action"] == "replaced" and revision["reason"] == "a corrected greeting"
+    assert revision["by"] == "arn:aws:iam::123456789012:user/curator"
+    assert revision["old"] == {"sha256": hashlib.sha256(HELLO).hexdigest(), "size": 11}
+    assert revision["new"] == {"sha256": hashlib.sha256(AGAIN).hexdigest(), "size": 11}
+    assert served(invoke) == AGAIN
+    previous = body(invoke("previous_version.json"))
+    assert previous["sha256"] == revision["old"]["sha256"] and "/history/" in previous["url"]
+    report = body(invoke("verify.json"))
+    assert report["problems"] == 0 and report["items"][0]["revisions"] == [revision]
+
+
+def test_an_original_of_another_subsystem_comes_only_through_an_import(invoke: Invoke) -> None:
+    foreign = json.dumps({"ibi": "LK47B6W/362SFKH"})
+    refused = invoke("create_original.json", body=foreign)
+    assert refused["statusCode"] == 403 and body(refused)["error"]["code"] == "NotOwnSubsystem"
+    imported = invoke("create_import.json")
+    assert imported["statusCode"] == 201
+    item = body(imported)
+    assert item["state"] == "Original" and item["creator"].endswith(":user/curator")
+    assert [r["action"] for r in item["history"]] == ["imported"]
+
+
+def test_a_copys_original_checksum_is_64_hex_digits(invoke: Invoke) -> None:
+    bad = invoke(
+        "create_copy.json", body=json.dumps({"ibi": "LK47B6W/362SFKH", "original_sha256": "z" * 64})
+    )
+    assert bad["statusCode"] == 400
+    upper = json.dumps({"ibi": "LK47B6W/362SFKH", "original_sha256": "B94D27B9" + "0" * 56})
+    assert body(invoke("create_copy.json", body=upper))["original_sha256"] == "b94d27b9" + "0" * 56
+
+
+def test_the_receiving_side_holds_an_incoming_transfer_silently_until_complete(
+    invoke: Invoke,
+) -> None:
+    incoming = invoke("receive_transfer.json")
+    assert incoming["statusCode"] == 201 and body(incoming)["pending"] is True
+    asked = "servicesubject=urlRequest&clientinformation.ipaddress=1.2.3.4"
+    query = f"{asked}&parsedibiurl.ibi=LK47B6W/362SFKH"
+    assert invoke("url_request.json", rawQueryString=query)["body"] == ""
+    assert invoke("cancel_transfer.json")["statusCode"] == 200  # forgotten, never answered
+    assert (
+        invoke("get_item.json", queryStringParameters={"ibi": "LK47B6W/362SFKH"})["statusCode"]
+        == 404
+    )
+    assert invoke("receive_transfer.json")["statusCode"] == 201
+    done = invoke("complete_transfer.json")
+    assert done["statusCode"] == 200, done["body"]
+    assert body(done)["state"] == "Original" and body(done)["pending"] is False
+    assert pairs(invoke("url_request.json", rawQueryString=query)).word("state") == "Original"
+    assert invoke("cancel_transfer.json")["statusCode"] == 409  # an original stays
+    assert invoke("receive_transfer.json")["statusCode"] == 409  # one item per IBI
+
+
+def test_a_receiver_answering_an_empty_200_takes_nothing(invoke: Invoke, runtime: Runtime) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class EmptyOk(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PUT = do_DELETE = answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EmptyOk)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    runtime.receivers = wiring.receivers(("127.0.0.0/8",))  # loopback allowed, as locally
+    try:
+        deposit(invoke, runtime)
+        to = json.dumps({"to": f"http://127.0.0.1:{server.server_address[1]}", "leave": "copy"})
+        answer = invoke("transfer_item.json", body=to)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer["statusCode"] == 502 and body(answer)["error"]["code"] == "TransferRefused"
+    item = body(invoke("get_item.json"))
+    assert item["state"] == "Original" and item["transferable"] is True
+    assert served(invoke) == HELLO
+
+
+@pytest.mark.parametrize(
+    ("name", "sent"),
+    [
+        ("replace_files.json", {"files": []}),  # no reason
+        ("replace_files.json", {"files": "x", "reason": "r"}),
+        ("replace_files.json", {"files": [], "reason": 7}),
+        ("replace_files.json", {"files": [], "reason": "r", "default_file": "nope.txt"}),
+        ("create_import.json", {"reason": "no IBI"}),
+        ("create_import.json", {"ibi": "LK47B6W/362SFKH", "reason": "", "colour": 1}),
+        ("receive_transfer.json", {"ibi": "LK47B6W/362SFKH", "translations": "pt"}),
+        ("receive_transfer.json", {"ibi": "LK47B6W/362SFKH", "translations": [{"x": 1}]}),
+        ("receive_transfer.json", {"ibi": "LK47B6W/362SFKH", "next_edition": "nope"}),
+        ("receive_transfer.json", {"ibi": "LK47B6W/362SFKH", "metadata": {"rep": 5}}),
+        ("receive_transfer.json", {"ibi": "LK47B6W/362SFKH", "transferable": False}),
+        ("receive_transfer.json", [1, 2]),
+    ],
+)
+def test_the_operators_and_the_transfer_routes_refuse_bad_input_with_a_4xx(
+    invoke: Invoke, runtime: Runtime, name: str, sent: Any
+) -> None:
+    deposit(invoke, runtime)
+    answer = invoke(name, body=json.dumps(sent))
+    assert 400 <= answer["statusCode"] < 500, answer["body"]
+    assert body(answer)["error"]["code"] in {"BadRequest", "NotHeld", "Conflict"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{}, {"ibi": ITEM}, {"ibi": ITEM, "path": "hello.txt"}, {"ibi": ITEM, "sha256": "x"}],
+)
+def test_a_previous_version_not_asked_for_properly_is_a_4xx(
+    invoke: Invoke, runtime: Runtime, query: dict[str, str]
+) -> None:
+    deposit(invoke, runtime)
+    answer = invoke("previous_version.json", queryStringParameters=query)
+    assert answer["statusCode"] in {400, 404}, answer["body"]

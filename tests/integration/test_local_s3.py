@@ -1,13 +1,17 @@
-"""LocalS3 (s3rver on loopback): objects survive restarts and kill -9; leftovers are stopped."""
+"""LocalS3 (s3rver on loopback): objects survive restarts and kill -9; leftovers are stopped;
+its log keeps no presigned URL's signature; its files are private."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -145,3 +149,86 @@ def test_empty_and_large_objects_round_trip(tmp_path: Path, size: int) -> None:
         client.put_object(Bucket=BUCKET, Key=KEY, Body=data)
         assert client.head_object(Bucket=BUCKET, Key=KEY)["ContentLength"] == size
         assert client.get_object(Bucket=BUCKET, Key=KEY)["Body"].read() == data
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@contextlib.contextmanager
+def umask(value: int) -> Iterator[None]:
+    previous = os.umask(value)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def wait_for_line(log: Path, text: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while text not in (logged := log.read_text()):
+        assert time.monotonic() < deadline, f"{text!r} not in the log:\n{logged}"
+        time.sleep(0.05)
+    return logged
+
+
+def test_presigned_urls_are_logged_without_their_query_and_every_file_is_private(
+    tmp_path: Path,
+) -> None:
+    """A presigned PUT and GET: the log names the object, never a signature; files 0600."""
+    log = tmp_path / "s3rver.log"
+    with umask(0), LocalS3(tmp_path / "s3", log=log) as server:  # the widest umask there is
+        server.ensure_bucket(BUCKET)
+        client = server.client()
+        put = client.generate_presigned_url(
+            "put_object", Params={"Bucket": BUCKET, "Key": KEY}, ExpiresIn=60
+        )
+        request = urllib.request.Request(put, data=DATA, method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+        get = client.generate_presigned_url(
+            "get_object", Params={"Bucket": BUCKET, "Key": KEY}, ExpiresIn=60
+        )
+        assert "X-Amz-Signature=" in get
+        with urllib.request.urlopen(get, timeout=10) as response:
+            assert response.read() == DATA
+        pidfile = tmp_path / "s3.pid"
+        assert mode(pidfile) == 0o600
+        assert mode(tmp_path / "s3") == 0o700
+        stored_files = [p for p in (tmp_path / "s3").rglob("*") if p.is_file()]
+        assert stored_files and {mode(p) for p in stored_files} == {0o600}
+        assert {mode(p) for p in (tmp_path / "s3").rglob("*") if p.is_dir()} == {0o700}
+        path = f"/{BUCKET}/{KEY.replace('%', '%25')}"  # as it was sent: the key, URL-encoded
+        logged = wait_for_line(log, f"GET {path} 200")  # s3rver logs once the body is sent
+    assert f"PUT {path} 200" in logged
+    assert "X-Amz-" not in logged and "?" not in logged and "\x1b" not in logged
+    assert mode(log) == 0o600
+
+
+def test_an_older_wider_log_is_made_private(tmp_path: Path) -> None:
+    log = tmp_path / "s3rver.log"
+    log.write_text("an older run's lines\n")
+    log.chmod(0o644)
+    with LocalS3(tmp_path / "s3", log=log):
+        assert mode(log) == 0o600
+    assert log.read_text().startswith("an older run's lines\n")  # appended to, not replaced
+
+
+def test_restart_after_a_kill_9_keeps_the_port_and_the_objects(tmp_path: Path) -> None:
+    server = LocalS3(tmp_path / "s3", log=tmp_path / "s3rver.log").start()
+    try:
+        server.ensure_bucket(BUCKET)
+        server.client().put_object(Bucket=BUCKET, Key=KEY, Body=DATA)
+        port, pid = server.port, server.pid
+        assert pid is not None and server.exit_status() is None
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while server.exit_status() is None:  # node's other threads end a moment after it
+            assert time.monotonic() < deadline, "the killed server was never reaped"
+            time.sleep(0.05)
+        assert server.exit_status() == "killed by signal 9"
+        server.restart()
+        assert server.port == port and server.pid != pid and server.exit_status() is None
+        assert stored(server) == DATA
+    finally:
+        server.stop()

@@ -82,6 +82,23 @@ def test_mint_answers_both_forms_of_one_date(invoke: Invoke) -> None:
     assert ibis[0]["iso"].endswith("Z")
 
 
+@pytest.mark.parametrize(
+    ("sent", "says"),
+    [
+        ("null", "must be a JSON object"),
+        ('{"count": ' + "7" * 5000 + "}", "more than 40 characters"),
+        ("[" * 20_000 + "]" * 20_000, "levels deep"),
+    ],
+    ids=["null", "5000-digit-count", "nested-20000"],
+)
+def test_a_body_minting_cannot_take_is_a_400_and_mints_nothing(
+    invoke: Invoke, sent: str, says: str
+) -> None:
+    answer = invoke(event("mint.json", body=sent))
+    assert answer["statusCode"] == 400 and says in body(answer)["error"]["message"]
+    assert body(invoke(event("list_mints.json")))["records"] == []
+
+
 def test_the_record_holds_who_asked_and_the_key(invoke: Invoke) -> None:
     minted = body(invoke(event("mint_idempotent.json")))["ibis"]
     listed = body(invoke(event("list_mints.json")))

@@ -207,22 +207,56 @@ def test_every_alert_of_section_7_7(resolver: str) -> None:
         assert status == 504
 
 
-def test_keys_are_checked_and_failures_throttled(resolver: str) -> None:
+def switch_from(
+    source: str, resolver: str, archive: FakeArchive, *, on: bool = True, key: str = KEY
+) -> tuple[int, str]:
+    """``switch``, sent from another loopback address (``source``, in 127.0.0.0/8)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    pairs = [
+        ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
+        ("archiveaddress", archive.address),
+        ("archiveserviceibi", archive.service_ibi),
+        ("archiveip", "127.0.0.1"),
+        ("archiveprotocol", "HTTP"),
+        ("archiveplatformversion", "fake-1.0"),
+        ("archiveadmemailaddress", "admin@example.org"),
+        ("registrationkey", key),
+    ]
+    where = urlsplit(resolver)
+    connection = http.client.HTTPConnection(
+        where.hostname or "", where.port, timeout=30, source_address=(source, 0)
+    )
+    try:
+        connection.request("GET", f"/{SERVICE}?{encode_query(pairs)}")
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode().strip()
+    finally:
+        connection.close()
+
+
+def test_keys_are_checked_and_a_guesser_cannot_lock_the_holder_out(resolver: str) -> None:
     a = FakeArchive("8JMKD3MGP8W/3FSUP4L")
     stranger = FakeArchive("LK47B6W/362SFKH")
+    guesser = "127.0.0.2"
     with serving(a, stranger):
         include(resolver, a)
-        wrong = switch(resolver, a, key="1111111111-1111111111")
-        unknown = switch(resolver, stranger)
+        wrong = switch_from(guesser, resolver, a, key="1111111111-1111111111")
+        unknown = switch_from(guesser, resolver, stranger)
         assert wrong == unknown == (403, "status.archive refused")
-        for _ in range(4):  # five failures for one IBI in the window block it
-            assert switch(resolver, stranger)[0] == 403
-        status, body = switch(resolver, stranger)
-        assert (status, body) == (429, "status.archive refused")
-        # a's key still works and can exclude a, and only a
+        for _ in range(10):  # nothing is counted for an IBI nobody registered
+            assert switch_from(guesser, resolver, stranger)[0] == 403
+        for _ in range(4):  # five wrong keys from one source for one Archive block that source
+            assert (
+                switch_from(guesser, resolver, a, on=False, key="1111111111-1111111111")[0] == 403
+            )
+        assert switch_from(guesser, resolver, a, on=False) == (429, "status.archive refused")
+        # the holder, from its own address, still switches a off and on, and only a
         assert switch(resolver, a, on=False) == (200, "status.archive excluded")
         assert switch(resolver, a, on=False) == (200, "status.archive excluded")  # idempotent
         assert get(f"{resolver}/{ITEM}")[0] == 504  # nobody included any more
+        assert switch(resolver, a)[0] == 200
 
 
 def test_confirmation_must_be_yes(resolver: str) -> None:

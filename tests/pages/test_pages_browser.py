@@ -69,7 +69,11 @@ def test_resolve_box_goes_to_the_persistent_url(browser: Any, resolver: str) -> 
 
 def test_status_page_lists_archives_without_secrets(browser: Any, resolver: str) -> None:
     ResolverClient(resolver, sign=False).register("LK47B6W/362SFKH", "1234567890-1234567890")
+    deadline = time.monotonic() + 15  # each worker's snapshot sees a change within 5 s
     browser.get(resolver + "/status")
+    while "LK47B6W/362SFKH" not in browser.page_source and time.monotonic() < deadline:
+        time.sleep(0.5)
+        browser.get(resolver + "/status")
     text = browser.find_element(By.TAG_NAME, "table").text
     assert "LK47B6W/362SFKH" in text and "excluded" in text
     assert "1234567890" not in browser.page_source

@@ -12,17 +12,23 @@ import pytest
 
 from functions.archive.content import ContentService
 from functions.archive.errors import ProtocolError, Unavailable
-from functions.archive.mapping import deposit_body, item_from_mapping, item_to_mapping
+from functions.archive.mapping import (
+    deposit_body,
+    item_from_mapping,
+    item_to_mapping,
+    transfer_body,
+)
 from functions.archive.model import Forms, Item, State
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.service import ArchiveService
 from functions.archive.transfer import TransferFailed, transfer
 from functions.archive.views import ArchiveViews, oai_dc
 from tests.fakes import FakeClock
-from tests.fakes_archive import MemoryFileStore, MemoryItemStore, MemoryMinter, MemoryReceiver
+from tests.fakes_archive import MemoryArchive, MemoryFileStore, MemoryItemStore, MemoryMinter
 
 BASE = "https://archive.example.org"
 ITEM = "8JMKD3MGP8W/35MME4E"
+OWN = ("8JMKD3MGP8W", "sid.inpe.br/mtc-m18")  # the prefixes of the Archive's own subsystems
 HELLO = b"hello world"
 
 
@@ -33,7 +39,9 @@ def store() -> MemoryItemStore:
 
 @pytest.fixture
 def service(store: MemoryItemStore) -> ArchiveService:
-    return ArchiveService(store, clock=FakeClock(Decimal(1795473000)), mint=MemoryMinter())
+    return ArchiveService(
+        store, clock=FakeClock(Decimal(1795473000)), mint=MemoryMinter(), own_prefixes=OWN
+    )
 
 
 def content(service: ArchiveService, files: MemoryFileStore, inline: int = 1024) -> ContentService:
@@ -43,7 +51,7 @@ def content(service: ArchiveService, files: MemoryFileStore, inline: int = 1024)
 
 def with_file(service: ArchiveService, files: MemoryFileStore, data: bytes = HELLO) -> Item:
     service.create_original({"ibi": ITEM})
-    files.put(ITEM, "hello.txt", data)
+    files.upload(ITEM, "hello.txt", data)
     declared = {"path": "hello.txt", "sha256": hashlib.sha256(HELLO).hexdigest(), "size": 11}
     return content(service, files).commit_files(ITEM, {"files": [declared]})[0]
 
@@ -144,23 +152,24 @@ def test_url_request_then_one_acknowledgment(
 
 def test_transfer_sends_one_mapping_and_rolls_back_when_refused(service: ArchiveService) -> None:
     service.create_original({"ibi": ITEM, "url": "https://example.org/a", "language": "pt"})
-    refusing = MemoryReceiver(refuse=OSError("no"))
+    refusing = MemoryArchive()
+    refusing.fail["receive"] = OSError("no")
     with pytest.raises(TransferFailed) as failed:
-        transfer(service, None, refusing, ITEM, leave="copy", errors=(OSError,))
+        transfer(service, None, refusing, ITEM, leave="copy")
     assert failed.value.refused and service.get(ITEM).state is State.ORIGINAL
-    receiver = MemoryReceiver()
-    moved = transfer(service, None, receiver, ITEM, leave="tombstone", errors=(OSError,))
-    [created] = receiver.created
-    assert created["url"] == "https://example.org/a" and created["transferable"] is True
-    assert created == {
+    assert transfer_body(service.get(ITEM)) == {
         "ibi": {"ibip": ITEM},
         "content_type": "Data",
         "language": "pt",
         "url": "https://example.org/a",
-        "transferable": True,
         "listable": True,
         "dc": {},
     }
+    receiver = MemoryArchive()
+    moved = transfer(service, None, receiver, ITEM, leave="tombstone")
+    held = receiver.held(ITEM)
+    assert held is not None and held.state is State.ORIGINAL and held.transferable
+    assert held.external_url == "https://example.org/a" and not held.pending
     assert moved.here.deleted and deposit_body(moved.here)["transferable"] is True
 
 

@@ -235,6 +235,8 @@ def test_unknown_subsystem_names_the_known_ones(service: MintingService) -> None
     [
         ([], "JSON object"),
         ("count", "JSON object"),
+        (None, "JSON object"),  # a `null` body: the docs refuse it
+        ({"count": 10**4000}, "1 to 1000"),
         ({"count": 0}, "1 to 1000"),
         ({"count": 1001}, "1 to 1000"),
         ({"count": "3"}, "1 to 1000"),

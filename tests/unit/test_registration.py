@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import random
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,31 +11,47 @@ from typing import Any
 import pytest
 
 from functions.resolver import service as service_module
+from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.pepper import FilePepper, SecretPepper
-from functions.resolver.service import RegistrationService, key_hash
+from functions.resolver.service import RegistrationService, key_hash, source_of
 from ibi.core.errors import InvalidInput
+from ibi.core.labels import IBI
 from ibi.core.pairlist import format_pair_list
 from tests.fakes import FakeClock
-from tests.fakes_resolver import FixedPepper, MemoryRegistry, MemorySecrets, ScriptedTransport
+from tests.fakes_resolver import (
+    FixedPepper,
+    MemoryRegistry,
+    MemorySecrets,
+    MemoryThrottle,
+    ScriptedTransport,
+)
 
 A = "8JMKD3MGP8W/3FSUP4L"
 B = "LK47B6W/362SFKH"
 KEY = "1234567890-0987654321"
 OTHER_KEY = "5555555555-6666666666"
+STRANGER = "J8LNKB5R7W/3FUQHC5"  # a valid IBI nobody registered
 PEPPER = FixedPepper().load()
+NOW = 1_700_000_000
+HOLDER = "192.0.2.7"  # the key holder's address
+GUESSER = "203.0.113.66"
 
 
 def make(
-    registry: MemoryRegistry, transport: ScriptedTransport, **options: Any
+    registry: MemoryRegistry,
+    transport: ScriptedTransport,
+    throttle: MemoryThrottle | None = None,
+    **options: Any,
 ) -> tuple[RegistrationService, list[str]]:
     changes: list[str] = []
     service = RegistrationService(
         registry=registry,
+        throttle=throttle if throttle is not None else MemoryThrottle(),
         transport=transport,
         pepper=PEPPER,
-        clock=FakeClock(Decimal(1_700_000_000)),
+        clock=options.pop("clock", FakeClock(Decimal(NOW))),
         confirmation_timeout=1.0,
-        on_change=lambda: changes.append("changed"),
+        on_change=options.pop("on_change", lambda: changes.append("changed")),
         **options,
     )
     return service, changes
@@ -65,7 +82,12 @@ def registry() -> MemoryRegistry:
 
 @pytest.fixture
 def transport() -> ScriptedTransport:
-    return ScriptedTransport(answers={A: "confirmation yes"})
+    return ScriptedTransport(answers={A: "confirmation yes", B: "confirmation yes"})
+
+
+@pytest.fixture
+def throttle() -> MemoryThrottle:
+    return MemoryThrottle()
 
 
 def test_registration_keeps_only_the_keyed_hash_of_the_key(
@@ -96,7 +118,7 @@ def test_inclusion_calls_the_archive_back_then_exclusion_switches_it_off(
 ) -> None:
     service, changes = make(registry, transport)
     service.register(A, KEY)
-    answer = service.switch(request("inclusionRequest"))
+    answer = service.switch(request("inclusionRequest"), client_ip=HOLDER)
     assert answer.status == 200
     assert text(answer) == "status.archive included\r\nstatus.confirmation successful"
     [(endpoint, called, pairs)] = transport.gets
@@ -105,7 +127,7 @@ def test_inclusion_calls_the_archive_back_then_exclusion_switches_it_off(
     included = registry.items[A]
     assert included.included and included.confirmed and included.protocol == "HTTP"
     assert (included.address, included.ip) == ("archive.example.org:8080", "192.0.2.7")
-    answer = service.switch(request("exclusionRequest"))
+    answer = service.switch(request("exclusionRequest"), client_ip=HOLDER)
     assert (answer.status, text(answer)) == (200, "status.archive excluded")
     assert not registry.items[A].included
     assert changes == ["changed"] * 3  # the fan-out's cache is told every time
@@ -118,67 +140,183 @@ def test_a_confirmation_other_than_exactly_yes_is_unsuccessful(
     answers: dict[str, str | Exception] = {A: confirmation or ConnectionError("down")}
     service, _ = make(registry, ScriptedTransport(answers=answers))
     service.register(A, KEY)
-    answer = service.switch(request("inclusionRequest"))
+    answer = service.switch(request("inclusionRequest"), client_ip=HOLDER)
     assert text(answer) == "status.archive included\r\nstatus.confirmation unsuccessful"
     assert registry.items[A].included and not registry.items[A].confirmed
 
 
 def test_malformed_requests_are_400_saying_why(
-    registry: MemoryRegistry, transport: ScriptedTransport
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
 ) -> None:
-    service, _ = make(registry, transport)
+    service, changes = make(registry, transport, throttle)
     service.register(A, KEY)
-    bad_subject = service.switch({"servicesubject": "hello"})
+    bad_subject = service.switch({"servicesubject": "hello"}, client_ip=HOLDER)
     assert bad_subject.status == 400
     assert text(bad_subject) == (
         "error {servicesubject must be inclusionRequest or exclusionRequest}"
     )
-    missing = service.switch({"servicesubject": "inclusionRequest", "archiveserviceibi": A})
+    incomplete = {"servicesubject": "inclusionRequest", "archiveserviceibi": A}
+    missing = service.switch(incomplete, client_ip=HOLDER)
     assert missing.status == 400 and "missing pair(s): archiveaddress" in text(missing)
-    assert service.switch(request("inclusionRequest", archiveprotocol="gopher")).status == 400
-    assert service.switch(request("inclusionRequest", key="12")).status == 400
-    assert not registry.items[A].included and registry.failures == {}
+    gopher = request("inclusionRequest", archiveprotocol="gopher")
+    assert service.switch(gopher, client_ip=HOLDER).status == 400
+    assert service.switch(request("inclusionRequest", key="12"), client_ip=HOLDER).status == 400
+    assert not registry.items[A].included and throttle.items == {}
+    assert changes == ["changed"]  # the registration only
 
 
 def test_an_unsafe_address_is_refused_before_any_call(registry: MemoryRegistry) -> None:
     transport = ScriptedTransport(answers={A: "confirmation yes"}, refused_hosts={"internal"})
     service, _ = make(registry, transport)
     service.register(A, KEY)
-    answer = service.switch(request("inclusionRequest", archiveaddress="internal:80"))
+    unsafe = request("inclusionRequest", archiveaddress="internal:80")
+    answer = service.switch(unsafe, client_ip=HOLDER)
     assert answer.status == 400 and text(answer).startswith("error {archiveaddress:")
     assert transport.gets == [] and not registry.items[A].included
 
 
 def test_a_wrong_key_and_an_unknown_archive_get_the_same_refusal(
-    registry: MemoryRegistry, transport: ScriptedTransport
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
 ) -> None:
-    service, _ = make(registry, transport)
+    service, _ = make(registry, transport, throttle)
     service.register(A, KEY)
     service.register(B, OTHER_KEY)
-    wrong = service.switch(request("inclusionRequest", key=OTHER_KEY))  # B's key opens only B
-    unknown = service.switch(request("inclusionRequest", archive="J8LNKB5R7W/3FUQHC5"))
+    wrong = service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=GUESSER)  # B's key
+    unknown = service.switch(request("inclusionRequest", archive=STRANGER), client_ip=GUESSER)
     assert (wrong.status, text(wrong)) == (403, "status.archive refused")
     assert (unknown.status, text(unknown)) == (403, "status.archive refused")
+    assert wrong.retry_after is unknown.retry_after is None
     assert not registry.items[A].included and transport.gets == []
-    assert registry.failures == {A: 1, "J8LNKB5R7W/3FUQHC5": 1}
+    # The wrong key for a registered Archive is counted; the unknown IBI leaves no trace.
+    assert set(throttle.items) == {f"archive {A}", f"source {A} {GUESSER}"}
 
 
-def test_failed_attempts_are_throttled_per_ibi(
-    registry: MemoryRegistry, transport: ScriptedTransport
+def _random_unknown_ibis(count: int) -> list[str]:
+    draw = random.Random(11)
+    return [
+        IBI.build(Decimal(draw.randrange(10**9, 2 * 10**9)), ip="198.51.100.9").ibip or ""
+        for _ in range(count)
+    ]
+
+
+def test_a_flood_of_refused_requests_writes_nothing_and_never_rereads_the_registry(
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
 ) -> None:
-    service, _ = make(registry, transport, failure_limit=3, failure_window=600)
+    """Issue 11, finding 1: 20,000 anonymous requests with random valid IBIs and wrong keys
+    each wrote a throttle record into the registry, and each made the registry be re-read."""
+    directory = ArchiveDirectory(registry, monotonic=lambda: 0.0)  # time stands still
+    service, _ = make(registry, transport, throttle, on_change=directory.forget)
     service.register(A, KEY)
-    statuses = [service.switch(request("inclusionRequest", key=OTHER_KEY)).status for _ in range(3)]
-    assert statuses == [403, 403, 403]
-    blocked = service.switch(request("inclusionRequest"))  # even the right key, for a while
-    assert (blocked.status, blocked.retry_after, text(blocked)) == (
+    assert service.switch(request("inclusionRequest"), client_ip=HOLDER).status == 200
+    assert [a.service_ibi for a in directory.included()] == [A]  # the snapshot, read once
+    registered = dict(registry.items)
+    scans, generations = registry.reads, registry.generation_reads
+    draw = random.Random(7)
+    for ibi in _random_unknown_ibis(500):
+        source = f"198.51.{draw.randrange(256)}.{draw.randrange(256)}"
+        wrong = f"{draw.randrange(10**10, 10**11)}-{draw.randrange(10**10, 10**11)}"
+        for subject in ("inclusionRequest", "exclusionRequest"):
+            answer = service.switch(request(subject, archive=ibi, key=wrong), client_ip=source)
+            assert (answer.status, text(answer)) == (403, "status.archive refused")
+        assert [a.service_ibi for a in directory.included()] == [A]  # a resolution's read
+        assert len(directory.archives()) == 1  # /status's read
+    assert registry.items == registered and throttle.items == {}  # nothing written anywhere
+    assert (registry.reads, registry.generation_reads) == (scans, generations)  # nor re-read
+
+
+def test_a_guesser_elsewhere_never_locks_the_key_holder_out(
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
+) -> None:
+    """Issue 11, finding 2: five wrong keys from anyone blocked the right key for 15 min."""
+    service, _ = make(registry, transport, throttle)
+    service.register(A, KEY)
+    for subject in ("inclusionRequest", "exclusionRequest") * 4:
+        service.switch(request(subject, key=OTHER_KEY), client_ip=GUESSER)
+    guessing = service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=GUESSER)
+    assert (guessing.status, guessing.retry_after, text(guessing)) == (
         429,
-        600,
+        900,
         "status.archive refused",
     )
-    assert registry.blocked[A] == 1_700_000_000 + 600
-    service.register(B, OTHER_KEY)
-    assert service.switch(request("exclusionRequest", archive=B, key=OTHER_KEY)).status == 200
+    # The blocked source is refused whatever the key, so a guess there proves nothing.
+    assert service.switch(request("exclusionRequest"), client_ip=GUESSER).status == 429
+    included = service.switch(request("inclusionRequest"), client_ip=HOLDER)
+    assert (included.status, text(included)) == (
+        200,
+        "status.archive included\r\nstatus.confirmation successful",
+    )
+    excluded = service.switch(request("exclusionRequest"), client_ip=HOLDER)
+    assert (excluded.status, text(excluded)) == (200, "status.archive excluded")
+    assert not registry.items[A].included
+    # IPv6: the guesser's whole /64 is one source; the next /64 is another.
+    for host in range(1, 7):
+        service.switch(
+            request("inclusionRequest", key=OTHER_KEY), client_ip=f"2001:db8:0:1::{host}"
+        )
+    assert service.switch(request("inclusionRequest"), client_ip="2001:db8:0:1::99").status == 429
+    assert service.switch(request("inclusionRequest"), client_ip="2001:db8:0:2::1").status == 200
+
+
+def test_the_block_ends_with_its_window(
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
+) -> None:
+    clock = FakeClock(Decimal(NOW))
+    service, _ = make(registry, transport, throttle, clock=clock, failure_limit=3)
+    service.register(A, KEY)
+    statuses = [
+        service.switch(request("exclusionRequest", key=OTHER_KEY), client_ip=GUESSER).status
+        for _ in range(4)
+    ]
+    assert statuses == [403, 403, 403, 429]
+    clock.sleep(600)
+    late = service.switch(request("exclusionRequest"), client_ip=GUESSER)
+    assert (late.status, late.retry_after) == (429, 300)  # the window started at the first
+    clock.sleep(300)
+    assert service.switch(request("exclusionRequest"), client_ip=GUESSER).status == 200
+
+
+def test_past_the_cap_wrong_keys_are_429_and_flagged_but_the_right_key_passes(
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
+) -> None:
+    service, _ = make(registry, transport, throttle, guess_cap=3)
+    service.register(A, KEY)
+    sources = [f"198.51.100.{n}" for n in range(1, 6)]
+    answers = [
+        service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=s) for s in sources
+    ]
+    assert [(a.status, a.over_cap) for a in answers] == [(403, False)] * 3 + [(429, True)] * 2
+    assert answers[3].retry_after == 900 and text(answers[3]) == "status.archive refused"
+    # Past the cap a wrong key blocks its source at once; the cap holds with 100 + 1 counted.
+    assert service.switch(request("inclusionRequest"), client_ip=sources[4]).status == 429
+    assert service.switch(request("inclusionRequest"), client_ip=sources[0]).status == 200
+    assert service.switch(request("exclusionRequest"), client_ip=HOLDER).status == 200
+    assert throttle.items[f"archive {A}"].failures == 5
+
+
+def test_every_throttle_record_carries_its_expiry(
+    registry: MemoryRegistry, transport: ScriptedTransport, throttle: MemoryThrottle
+) -> None:
+    service, _ = make(registry, transport, throttle, failure_window=600)
+    service.register(A, KEY)
+    for source in (GUESSER, HOLDER, "2001:db8::1"):
+        service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=source)
+    assert len(throttle.items) == 4  # the Archive's counter and one per source
+    assert throttle.expires_at == dict.fromkeys(throttle.items, NOW + 600)
+
+
+@pytest.mark.parametrize(
+    ("ip", "source"),
+    [
+        ("203.0.113.66", "203.0.113.66"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2::ffff", "2001:db8:1:2::/64"),
+        ("::ffff:203.0.113.66", "203.0.113.66"),
+        ("", "unknown"),
+        ("not an address", "unknown"),
+    ],
+)
+def test_the_source_of_a_wrong_key_is_an_address_or_an_ipv6_64(ip: str, source: str) -> None:
+    assert source_of(ip) == source
 
 
 def test_keys_are_compared_in_constant_time_even_for_an_unknown_archive(
@@ -194,8 +332,8 @@ def test_keys_are_compared_in_constant_time_even_for_an_unknown_archive(
     monkeypatch.setattr(service_module.hmac, "compare_digest", compare_digest)
     service, _ = make(registry, transport)
     service.register(A, KEY)
-    assert service.switch(request("exclusionRequest")).status == 200
-    assert service.switch(request("exclusionRequest", archive=B)).status == 403
+    assert service.switch(request("exclusionRequest"), client_ip=HOLDER).status == 200
+    assert service.switch(request("exclusionRequest", archive=B), client_ip=HOLDER).status == 403
     assert compared == [
         (key_hash(PEPPER, KEY), key_hash(PEPPER, KEY)),
         (key_hash(PEPPER, KEY), key_hash(PEPPER, "0" * 10)),  # a dummy hash: same work
