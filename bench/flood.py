@@ -8,7 +8,11 @@ fake Archive on loopback holding the IBI and answering in 20 ms. One client meas
 resolution (302) then a /status (200), one after the other: first alone, then while
 ``FLOOD_THREADS`` clients send refused inclusion requests (nine in ten for random unregistered
 IBIs, one in ten a wrong key for the registered Archive, from several loopback addresses),
-then alone again. Recorded: p50/p99 of each phase, the flood's rate and answers, and the items
+then alone again. The CPU time all processes (gateway workers, dynalite, the clients) spend
+while each flood runs is divided by its requests. A control phase then sends as many requests, at the refused flood's own rate, that touch no
+table at all (``/inspect`` of random IBIs): what the refused flood adds beyond that control is
+what it does to the stores; what both add is the machine's two cores shared with the flood.
+Recorded: p50/p99 of each phase, the flood's rate and answers, and the items
 in the registry and throttle tables before and after. The gateway has two workers more than
 there are flooding clients, so the measuring client never waits for a free worker: what is
 measured is what the flood does to the registry, not the size of this machine.
@@ -16,7 +20,9 @@ measured is what the flood does to the registry, not the size of this machine.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import os
 import random
 import tempfile
 import threading
@@ -83,11 +89,23 @@ def _refused_inclusion(draw: random.Random, address: str) -> tuple[str, str]:
     return f"/{RESOLVER_SERVICE_IBI}?{encode_query(pairs)}", source
 
 
-class Flood:
-    """``FLOOD_THREADS`` clients sending ``total`` refused inclusion requests, all at once."""
+def _control(draw: random.Random) -> tuple[str, str]:
+    """A request as cheap to send that reads nothing: the inspector of a random IBI."""
+    when = Decimal(draw.randrange(10**9, 2 * 10**9))
+    ip = f"198.51.{draw.randrange(256)}.{draw.randrange(256)}"
+    return f"/inspect?ibi={IBI.build(when, ip=ip).ibip}", "127.0.0.1"
 
-    def __init__(self, port: int, total: int, address: str) -> None:
+
+class Flood:
+    """``FLOOD_THREADS`` clients sending ``total`` requests, all at once: refused inclusion
+    requests, or (``control``) inspector requests that touch no table."""
+
+    def __init__(
+        self, port: int, total: int, address: str, *, control: bool = False, rate: float = 0
+    ) -> None:
         self.port, self.total, self.address = port, total, address
+        self.control = control
+        self.interval = FLOOD_THREADS / rate if rate else 0.0  # per client, when paced
         self.answers: Counter[int] = Counter()
         self._sent = 0
         self._lock = threading.Lock()
@@ -113,12 +131,19 @@ class Flood:
 
     def _send(self, seed: int) -> None:
         draw = random.Random(seed)
+        due = time.perf_counter()
         while True:
+            if self.interval:
+                due += self.interval
+                time.sleep(max(0.0, due - time.perf_counter()))
             with self._lock:
                 if self._sent >= self.total:
                     return
                 self._sent += 1
-            target, source = _refused_inclusion(draw, self.address)
+            if self.control:
+                target, source = _control(draw)
+            else:
+                target, source = _refused_inclusion(draw, self.address)
             status = _get(self.port, target, source)
             with self._lock:
                 self.answers[status] += 1
@@ -136,6 +161,26 @@ def _measure(port: int, rounds: int, *, until: Flood | None = None) -> dict[str,
         assert _get(port, "/status") == 200
         status.append(time.perf_counter() - started)
     return {"resolution": summary_ms(resolution), "status": summary_ms(status)}
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of processes (Linux /proc), this one included."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2])
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _flooded(port: int, rounds: int, flood: Flood, pids: list[int]) -> dict[str, Any]:
+    """Measure while ``flood`` runs; with the CPU time the flood's requests took, per request."""
+    cpu = _cpu_seconds(pids)
+    measured = _measure(port, rounds, until=flood.start())
+    flood.join()
+    measured["cpu_ms_per_request"] = round((_cpu_seconds(pids) - cpu) * 1000 / flood.total, 2)
+    return measured
 
 
 def _count(client: Any, table: str) -> int:
@@ -178,9 +223,11 @@ def run(quick: bool) -> dict[str, Any]:
                 tables = (settings.table, settings.throttle_table)
                 items_before = {table: _count(client, table) for table in tables}
                 before = _measure(port, rounds)
-                flood = Flood(port, total, address).start()
-                during = _measure(port, rounds, until=flood)
-                flood.join()
+                pids = [*gateway.worker_pids, *([dynalite.pid] if dynalite.pid else [])]
+                flood = Flood(port, total, address)
+                during = _flooded(port, rounds, flood, pids)
+                control = Flood(port, total, address, control=True, rate=total / flood.seconds)
+                during_control = _flooded(port, rounds, control, pids)
                 after = _measure(port, rounds)
                 items_after = {table: _count(client, table) for table in tables}
             finally:
@@ -192,7 +239,12 @@ def run(quick: bool) -> dict[str, Any]:
             "per_second": round(total / flood.seconds, 1),
             "answers": {str(status): count for status, count in sorted(flood.answers.items())},
         },
+        "control": {
+            "per_second": round(total / control.seconds, 1),
+            "answers": {str(status): count for status, count in sorted(control.answers.items())},
+        },
         "before": before,
+        "during_control": during_control,
         "during": during,
         "after": after,
         "items_before": items_before,

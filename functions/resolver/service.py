@@ -150,21 +150,20 @@ class RegistrationService:
         """None if ``key`` opens ``label``'s record and ``source`` is not blocked for it;
         else the refusal (and, for a registered Archive only, the wrong key counted).
 
-        The presented key is always compared, in constant time, with a hash: the stored one,
-        or a dummy's when the Archive is unknown, and the source's counter is read either
-        way, so both do the same work before they answer the same ``403``.
+        An unknown IBI costs one keyed read and is refused with the same ``403`` as a wrong
+        key; nothing is read or written for its sender. (Whether an IBI is registered is no
+        secret: ``/status`` lists every registered Archive.) The presented key is compared in
+        constant time with the stored hash.
         """
         registered = self.registry.get(label)
-        presented = key_hash(self.pepper, key)
-        expected = registered.key_hash if registered else key_hash(self.pepper, "0" * 10)
-        opens = hmac.compare_digest(presented, expected) and registered is not None
+        if registered is None:
+            return SwitchAnswer(403, _refused())  # nothing recorded for an unknown IBI
+        opens = hmac.compare_digest(key_hash(self.pepper, key), registered.key_hash)
         mine = self.throttle.tally(_source_counter(label, source), now=now)
         if mine.current(now) >= self.failure_limit:  # this source only, whatever the key
             return SwitchAnswer(429, _refused(), retry_after=max(1, mine.window_ends - now))
         if opens:
             return None
-        if registered is None:
-            return SwitchAnswer(403, _refused())  # nothing recorded for an unknown IBI
         return self._count_wrong_key(label, source, now)
 
     def _count_wrong_key(self, label: str, source: str, now: int) -> SwitchAnswer:

@@ -123,9 +123,9 @@ def test_a_flood_of_refused_switches_writes_nothing_and_scans_nothing(
     assert {table: _items(client, table) for table in TABLES} == before
     writes = {call for call in client.calls if call[0] not in {"get_item"}}
     assert writes == set()  # no UpdateItem, PutItem, Scan or Query at all
-    # Per refused request: the Archive's record and the source's counter, one GetItem each.
+    # Per refused request for an unknown IBI: one keyed read of the registry, nothing else.
     assert client.calls[("get_item", "resolver")] == 150
-    assert client.calls[("get_item", "resolver-throttle")] == 150
+    assert client.calls[("get_item", "resolver-throttle")] == 0
 
 
 def test_wrong_keys_are_counted_per_source_in_the_throttle_table_only(

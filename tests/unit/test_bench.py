@@ -29,9 +29,9 @@ def test_the_report_shows_every_suite_its_target_and_its_plot(tmp_path: Path) ->
     target = tmp_path / "BENCHMARKS.md"
     write_report(target, RESULTS)
     report = target.read_text()
-    for section in ("## Minting", "## Resolution", "## Start-up", "## A peer"):
+    for section in ("## Minting", "## Resolution", "## Start-up", "## A peer", "## A flood"):
         assert section in report
-    assert len(re.findall(r"^Target: ", report, flags=re.MULTILINE)) == 4
+    assert len(re.findall(r"^Target: ", report, flags=re.MULTILINE)) == 5
     for plot in re.findall(r"\(bench/results/(\w+\.png)\)", report):
         assert (RESULTS / plot).is_file(), plot
     assert len(re.findall(r"\(bench/results/(\w+\.png)\)", report)) == 4

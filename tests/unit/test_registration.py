@@ -319,7 +319,7 @@ def test_the_source_of_a_wrong_key_is_an_address_or_an_ipv6_64(ip: str, source: 
     assert source_of(ip) == source
 
 
-def test_keys_are_compared_in_constant_time_even_for_an_unknown_archive(
+def test_keys_are_compared_in_constant_time_and_an_unknown_archive_costs_one_read(
     registry: MemoryRegistry, transport: ScriptedTransport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     compared: list[tuple[str, str]] = []
@@ -333,11 +333,19 @@ def test_keys_are_compared_in_constant_time_even_for_an_unknown_archive(
     service, _ = make(registry, transport)
     service.register(A, KEY)
     assert service.switch(request("exclusionRequest"), client_ip=HOLDER).status == 200
-    assert service.switch(request("exclusionRequest", archive=B), client_ip=HOLDER).status == 403
+    wrong = request("exclusionRequest", key="1111111111")
+    assert service.switch(wrong, client_ip=HOLDER).status == 403
     assert compared == [
         (key_hash(PEPPER, KEY), key_hash(PEPPER, KEY)),
-        (key_hash(PEPPER, KEY), key_hash(PEPPER, "0" * 10)),  # a dummy hash: same work
+        (key_hash(PEPPER, "1111111111"), key_hash(PEPPER, KEY)),
     ]
+    # An unknown Archive: the same 403 answer, and no comparison to make.
+    unknown = service.switch(request("exclusionRequest", archive=B), client_ip=HOLDER)
+    refused = service.switch(wrong, client_ip=HOLDER)
+    assert (
+        (unknown.status, text(unknown)) == (refused.status, text(refused)) == (403, text(refused))
+    )
+    assert len(compared) == 3
 
 
 def test_the_pepper_comes_from_secrets_manager_or_a_file_made_once(tmp_path: Path) -> None:
