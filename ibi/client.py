@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from ibi import __version__, defaults
 from ibi.core.pairlist import encode_query
@@ -285,6 +285,12 @@ class ArchiveClient(ApiClient):
         answer: dict[str, Any] = self.call("GET", "/api/item", ibi=ibi)
         return answer
 
+    def link(self, ibi: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Link one related item: ``{"next_edition": …}``, ``{"translation": …}`` or
+        ``{"metadata": {"ibi": …, "format": "oai_dc"?}}``."""
+        answer: dict[str, Any] = self.call("POST", "/api/item/links", body, ibi=ibi)
+        return answer
+
     def upload_files(
         self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
     ) -> dict[str, Any]:
@@ -389,6 +395,16 @@ class ResolverClient(ApiClient):
     def archives(self) -> list[dict[str, Any]]:
         answer: list[dict[str, Any]] = self.call("GET", "/admin/archives")["archives"]
         return answer
+
+    def holdings(self, ibi: str) -> dict[str, Any]:
+        """The holdings view of ``ibi``: every included Archive's answer, and the verdict
+        (``GET /holdings/<ibi>`` with ``Accept: application/json``; public, never signed
+        unless the client was made to sign)."""
+        answer = self.request("GET", "/holdings/" + quote(ibi.strip().strip("/"), safe="/@.-"))
+        body = _ok(answer)
+        if not isinstance(body, dict) or not isinstance(body.get("archives"), list):
+            raise ApiError(answer.status, "the resolver answered no holdings view")
+        return body
 
 
 class SwitchOptions(TypedDict, total=False):

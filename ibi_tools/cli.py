@@ -60,8 +60,10 @@ def _port(text: str) -> int:
 
 def _ports(text: str) -> tuple[int, ...]:
     parts = text.split(",")
-    if len(parts) != 2 or not all(part.isdigit() for part in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not two ports, e.g. 8810,8820")
+    if len(parts) not in (2, 3) or not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not two or three ports, e.g. 8810,8820 or 8810,8820,8830"
+        )
     return tuple(int(part) for part in parts)
 
 
@@ -206,23 +208,174 @@ def _read_metadata(path: str | None) -> dict[str, Any]:
     return data
 
 
-def cmd_deposit(args: argparse.Namespace) -> int:
-    """Mint (or take) an IBI, upload the files, register the item; print IBI and URL."""
+Upload = tuple[str, bytes, str]  # (path in the item, bytes, content type)
+
+
+def _item_path(name: str) -> str:
+    """A FILE argument's path in the item: as given when relative (``sub/b.txt``), its name
+    when absolute or when it climbs out of the current directory (``..``)."""
+    path = Path(name)
+    if path.is_absolute() or ".." in path.parts:
+        return path.name
+    return path.as_posix()
+
+
+def _read(path: Path, item_path: str) -> Upload:
     import mimetypes
 
+    try:
+        content = path.read_bytes()
+    except OSError as error:
+        raise CommandError(f"{path}: {error.strerror}") from None
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return item_path, content, kind
+
+
+def gather_files(names: Sequence[str]) -> tuple[list[Upload], str | None]:
+    """The files to deposit and the default one.
+
+    A FILE keeps its relative path (``sub/b.txt``); a directory gives every file of its tree,
+    each at its path inside it. The default file is the first FILE, or a directory's
+    ``index.html``.
+    """
+    files: list[Upload] = []
+    default: str | None = None
+    for position, name in enumerate(names):
+        path = Path(name)
+        if path.is_dir():
+            tree = sorted(p for p in path.rglob("*") if p.is_file())
+            if not tree:
+                raise CommandError(f"{name}: the directory holds no file")
+            files += [_read(p, p.relative_to(path).as_posix()) for p in tree]
+        else:
+            files.append(_read(path, _item_path(name)))
+            if position == 0:
+                default = files[0][0]
+    paths = [f[0] for f in files]
+    duplicated = sorted({p for p in paths if paths.count(p) > 1})
+    if duplicated:
+        raise CommandError(f"two FILEs have the same path in the item: {duplicated[0]}")
+    if default is None and "index.html" in paths:
+        default = "index.html"
+    return files, default
+
+
+def _resolver_client(url: str, timeout: float) -> Any:
+    from ibi.client import ApiError, ResolverClient
+
+    try:
+        return ResolverClient(url, sign=False, timeout=timeout)
+    except ApiError as error:
+        raise CommandError(error.message) from None
+
+
+def _original(args: argparse.Namespace, resolver: str | None) -> dict[str, Any]:
+    """The original's holding, from the resolver's holdings view (never the depositor's word)."""
+    if not resolver:
+        raise CommandError(
+            "--copy-of: give --resolver URL (or IBI_RESOLVER_URL): the original's files, "
+            "checksums and links are read from its Archive through the resolver"
+        )
+    view = _resolver_client(resolver, args.timeout).holdings(args.copy_of)
+    originals = [h for h in view["archives"] if h.get("state") == "Original"]
+    if len(originals) != 1:
+        claims = ", ".join(h["archive"] for h in originals)
+        raise CommandError(
+            f"{args.copy_of}: no Archive at {resolver} holds its original"
+            if not originals
+            else f"{args.copy_of}: {len(originals)} Archives claim its original ({claims}): "
+            f"see {resolver.rstrip('/')}/holdings/{args.copy_of}",
+            EXIT_FAILED,
+        )
+    return dict(originals[0])
+
+
+def match_original(
+    files: list[Upload], default: str | None, original: dict[str, Any]
+) -> tuple[list[Upload], str | None, list[dict[str, Any]] | None]:
+    """The copy's files checked against the original's: the same paths and bytes.
+
+    A single FILE copying a single-file original takes the original's path. Returns the files
+    (renamed so), the default file, and the expected files to send (None when the original's
+    Archive does not list them: the copy then cannot be checked).
+    """
+    import hashlib
+
+    listed = original.get("files") if original.get("listable") else None
+    if not original.get("extension") or listed is None or original.get("truncated"):
+        return files, default, None
+    expected = {f["path"]: f for f in listed}
+    if len(files) == 1 and len(expected) == 1 and files[0][0] not in expected:
+        only = next(iter(expected))
+        files, default = [(only, files[0][1], files[0][2])], only
+    where = original["archive"]
+    for path, content, _ in files:
+        wanted = expected.get(path)
+        if wanted is None:
+            raise CommandError(
+                f"{path}: the original in {where} has no such file "
+                f"({', '.join(sorted(expected)[:10]) or 'no files'})",
+                EXIT_FAILED,
+            )
+        if (
+            hashlib.sha256(content).hexdigest() != wanted["sha256"]
+            or len(content) != wanted["size"]
+        ):
+            raise CommandError(
+                f"{path}: not the original's bytes (the original in {where} has SHA-256 "
+                f"{wanted['sha256']}, {wanted['size']} bytes); a copy holds the same bytes",
+                EXIT_FAILED,
+            )
+    missing = sorted(set(expected) - {f[0] for f in files})
+    if files and missing:
+        raise CommandError(
+            f"the original in {where} also has {', '.join(missing[:10])}: give every file",
+            EXIT_FAILED,
+        )
+    chosen = original.get("default_file") if original.get("default_file") in expected else default
+    return (
+        files,
+        chosen,
+        [{"path": p, "sha256": f["sha256"], "size": f["size"]} for p, f in expected.items()],
+    )
+
+
+def copy_links(original: dict[str, Any]) -> list[dict[str, Any]]:
+    """The original's links, as ``POST /api/item/links`` bodies for the copy."""
+    links: list[dict[str, Any]] = []
+    if original.get("next_edition"):
+        links.append({"next_edition": original["next_edition"]})
+    for language, link in sorted((original.get("translations") or {}).items()):
+        target = {"ibi": link["ibi"]} if link.get("ibi") else {"url": link.get("url")}
+        links.append({"translation": {"language": language, **target}})
+    for name, fmt in (("metadata", None), ("metadata_oai_dc", "oai_dc")):
+        link = original.get(name) or {}
+        if link.get("ibi"):
+            links.append({"metadata": {"ibi": link["ibi"], **({"format": fmt} if fmt else {})}})
+    return links
+
+
+def _copy_body(
+    args: argparse.Namespace, original: dict[str, Any], body: dict[str, Any]
+) -> dict[str, Any]:
+    """A copy: the original's IBI (both forms), language, metadata and listability."""
+    copy = {**body, "ibi": original.get("ibi") or args.copy_of}
+    if original.get("language") and "language" not in copy:
+        copy["language"] = original["language"]
+    if original.get("dc") and "dc" not in copy:
+        copy["dc"] = original["dc"]
+    if original.get("extension") and original.get("listable") is False:
+        copy["listable"] = False
+    return copy
+
+
+def cmd_deposit(args: argparse.Namespace) -> int:
+    """Mint (or take) an IBI, upload the files, register the item; print IBI and URL."""
     if not args.files and not args.url:
         raise CommandError("give the FILEs to deposit, or --url of a file hosted elsewhere")
-    files = []
-    for name in args.files:
-        path = Path(name)
-        try:
-            content = path.read_bytes()
-        except OSError as error:
-            raise CommandError(f"{name}: {error.strerror}") from None
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        files.append((path.name, content, kind))
-    if len({f[0] for f in files}) != len(files):
-        raise CommandError("two FILEs have the same name")
+    files, default = gather_files(args.files)
+    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    original = _original(args, resolver) if args.copy_of else None
     client = _archive(args)
     body: dict[str, Any] = {}
     if args.url:
@@ -232,12 +385,16 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     dc = _read_metadata(args.metadata)
     if dc:
         body["dc"] = dc
-    if args.copy_of:
-        body["ibi"] = args.copy_of
-        if files:  # the depositor vouches that its first file is the original's
-            import hashlib
-
-            body["original_sha256"] = hashlib.sha256(files[0][1]).hexdigest()
+    if original is not None:
+        files, default, expected = match_original(files, default, original)
+        if expected is None and files:
+            sys.stderr.write(
+                f"ibi: warning: {original['archive']} does not list the original's files: "
+                "this copy's bytes cannot be checked against them\n"
+            )
+        body = _copy_body(args, original, body)
+        if expected is not None:
+            body["original_files"] = expected
         item = client.copy(body)
     else:
         if args.subsystem:
@@ -245,8 +402,9 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         item = client.create(body, idempotency_key=args.idempotency_key)
     label = item["ibi"].get("ibip") or item["ibi"]["rep"]
     if files:
-        item = client.upload_files(label, files, default_file=files[0][0])
-    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+        item = client.upload_files(label, files, default_file=default)
+    for link in copy_links(original) if original is not None else []:
+        item = client.link(label, link)
     persistent = f"{resolver.rstrip('/')}/{label}" if resolver else None
     if args.json:
         _print_json({**item, "persistent_url": persistent})
@@ -254,6 +412,69 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     forms = " ".join(item["ibi"][form] for form in ("rep", "ibip") if form in item["ibi"])
     sys.stdout.write(f"{forms}\n{persistent or item['urls']['item']}\n")
     return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- holdings
+
+
+def _holding_line(holding: dict[str, Any]) -> str:
+    parts = [f"{holding['state']:<11} {holding['archive']} {holding.get('address') or '-'}"]
+    if holding.get("problem"):
+        parts.append(f"({holding['problem']})")
+    if holding.get("timestamp"):
+        parts.append(holding["timestamp"])
+    if holding.get("next_edition"):
+        forms = holding["next_edition"]
+        parts.append("next " + (forms.get("ibip") or forms.get("rep")))
+    if holding.get("language"):
+        parts.append(f"lang {holding['language']}")
+    if holding.get("translations"):
+        parts.append("translations " + ",".join(holding["translations"]))
+    if holding.get("metadata_formats"):
+        parts.append("metadata " + ",".join(holding["metadata_formats"]))
+    return " ".join(parts)
+
+
+def holdings_text(view: dict[str, Any]) -> str:
+    """The holdings view for a terminal: one line an Archive, its files, then the verdict."""
+    lines = [f"Holdings of {view['ibi']}"]
+    for holding in view["archives"]:
+        lines.append("  " + _holding_line(holding))
+        damaged = set(holding.get("damaged") or [])
+        for held in holding.get("files") or []:
+            mark = "  DAMAGED" if held["path"] in damaged else ""
+            lines.append(f"      {held['sha256']} {held['size']:>10} {held['path']}{mark}")
+        if holding.get("extension") and holding.get("listable") is False:
+            lines.append("      (files not listable)")
+    verdict = view["verdict"]
+    chain = " -> ".join(e["ibi"] for e in verdict["edition_chain"])
+    if chain:
+        lines.append(f"Editions: {chain}")
+    for check in verdict["copies"]:
+        said = {True: "same files as the original", False: "DIFFERS"}.get(check["agrees"])
+        lines.append(f"Copy in {check['archive']}: {said or check['note']}")
+    if verdict["ok"]:
+        lines.append("Verdict: ok, every Archive that answered agrees")
+    else:
+        lines += ["Verdict: problems", *(f"  - {p}" for p in verdict["problems"])]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_holdings(args: argparse.Namespace) -> int:
+    """Who holds an IBI, in what state, and do their bytes agree (exit 1 on a problem)."""
+    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    if not resolver:
+        raise CommandError("--resolver URL (or IBI_RESOLVER_URL) names the resolver")
+    try:
+        label = parse_label(args.ibi.strip().strip("/")).label
+    except InvalidIBI as error:
+        raise CommandError(f"invalid IBI {args.ibi!r}: {error}") from None
+    view = _resolver_client(resolver, args.timeout).holdings(label)
+    if args.json:
+        _print_json(view)
+    else:
+        sys.stdout.write(holdings_text(view))
+    return EXIT_OK if view["verdict"]["ok"] else EXIT_FAILED
 
 
 def cmd_archive_service(args: argparse.Namespace) -> int:
@@ -416,6 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_minting_commands(commands)
     _add_archive_commands(commands)
     _add_resolver_commands(commands)
+    _add_holdings_command(commands)
     _add_local_command(commands)
     return parser
 
@@ -494,10 +716,20 @@ def _add_archive_commands(commands: _Commands) -> None:
         "deposit", help="deposit files in an Archive: mint, upload, register; print the IBI"
     )
     _api_options(deposit)
-    deposit.add_argument("files", nargs="*", metavar="FILE")
+    deposit.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="files (kept at their relative path, e.g. sub/b.txt) or directories (their tree)",
+    )
     deposit.add_argument("--url", help="the item is a file hosted elsewhere, at this URL")
     deposit.add_argument("--metadata", metavar="FILE", help="Dublin Core elements as JSON")
-    deposit.add_argument("--copy-of", metavar="IBI", help="deposit a copy of this original")
+    deposit.add_argument(
+        "--copy-of",
+        metavar="IBI",
+        help="deposit a copy of this original: its files, checksums, metadata and links are "
+        "read from its Archive through --resolver, and the FILEs must be its bytes",
+    )
     deposit.add_argument("--language", help="ISO 639-1 language of the item (pt, pt-BR)")
     deposit.add_argument("--resolver", metavar="URL", help="for the persistent URL")
     deposit.add_argument(
@@ -573,6 +805,23 @@ def _add_resolver_commands(commands: _Commands) -> None:
     listing.set_defaults(run=cmd_resolver_archives)
 
 
+def _add_holdings_command(commands: _Commands) -> None:
+    holdings = commands.add_parser(
+        "holdings",
+        help="who holds an IBI, in what state, and do their bytes agree (exit 1 on a problem)",
+        description=(
+            "Asks the resolver's holdings view (GET /holdings/IBI): every included Archive's "
+            "answer, then the verdict (copies against the original, the edition chain, two "
+            "originals, Archives that did not answer)."
+        ),
+    )
+    holdings.add_argument("ibi", metavar="IBI")
+    holdings.add_argument("--resolver", metavar="URL", help="the resolver (IBI_RESOLVER_URL)")
+    holdings.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+    holdings.add_argument("--json", action="store_true", help="the view as the resolver's JSON")
+    holdings.set_defaults(run=cmd_holdings)
+
+
 def _add_local_command(commands: _Commands) -> None:
     local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
     local.add_argument(
@@ -583,8 +832,8 @@ def _add_local_command(commands: _Commands) -> None:
         "--archive-ports",
         type=_ports,
         default=(8810, 8820),
-        metavar="A,B",
-        help="ports of the two Archives (8810,8820)",
+        metavar="A,B[,C]",
+        help="ports of the Archives: two, or three for a third one (8810,8820)",
     )
     local.add_argument("--resolver-port", type=_port, default=8080, help="resolver port (8080)")
     local.add_argument(

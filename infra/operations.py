@@ -6,7 +6,8 @@ HTTP API's 5xx rate (and the resolver's 4xx rate: persistent URLs that fail) fro
 functions publish themselves (Powertools EMF, namespace ``ibi``, dimension ``service``):
 ``MintUnavailable``, ``MintTooEarly``, ``MintConflicts`` (functions/minting/handler.py),
 ``IntegrityProblems`` (functions/archive/handler.py), ``ArchiveFailures``, ``Resolution409``,
-``Resolution504`` (functions/resolver/handler.py).
+``Resolution504`` (functions/resolver/handler.py), ``TwoOriginals``
+(functions/resolver/resolving.py).
 
 Every alarm treats missing data as not breaching: a service nobody calls is not failing. With
 an e-mail address (context ``ibi:operations.alarm_email``) the alarms, and their return to OK,
@@ -63,6 +64,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
     "resolver": (
         Signal("Resolution504", 5, "resolutions where no Archive answered in time"),
         Signal("Resolution409", 1, "two Archives claim to hold one original"),
+        Signal("TwoOriginals", 1, "a plain resolution heard two Archives claim one original"),
         Signal("ArchiveFailures", 50, "Archives slow, down, or answering garbage"),
         Signal("RegistrationGuessCap", 1, "over 100 wrong keys for one Archive in 15 min"),
     ),

@@ -10,7 +10,7 @@ from typing import Any
 
 from functions.archive.files import FileMismatch, FileMissing
 from functions.archive.mapping import item_to_mapping
-from functions.archive.model import Forms, Item, Profile
+from functions.archive.model import Forms, IssuedKey, Item, Profile
 from functions.archive.store import ItemExists, StaleItem
 from ibi.core.labels import IBI
 
@@ -24,22 +24,30 @@ class MemoryItemStore:
         self.service: Forms | None = None
         self.languages: set[str] = set()
         self.unspecified = False
-        self.urlkeys: dict[str, tuple[str, int, bool]] = {}
+        self.urlkeys: dict[str, tuple[IssuedKey, int, bool]] = {}
         self.accesses: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def get(self, label: str) -> Item | None:
         return self.items.get(self.aliases.get(label, label))
 
-    def create(self, item: Item) -> None:
+    def create(self, item: Item, *, accesses: int = 0) -> None:
         with self._lock:
             for label in item.ibi.labels:
                 if self.get(label) is not None:
                     raise ItemExists(self.get(label))
             self.items[item.key] = item
+            if accesses:
+                self.accesses[item.key] = accesses
             for label in item.ibi.labels:
                 if label != item.key:
                     self.aliases[label] = item.key
+
+    def add_alias(self, alias: str, key: str) -> None:
+        with self._lock:
+            if alias in self.items or alias in self.aliases:
+                raise ItemExists(self.get(alias))
+            self.aliases[alias] = key
 
     def replace(self, item: Item, *, expected_version: int) -> None:
         with self._lock:
@@ -52,6 +60,7 @@ class MemoryItemStore:
             if self.items[item.key].version != item.version:
                 raise StaleItem(item.key)
             del self.items[item.key]
+            self.accesses.pop(item.key, None)
             for label in item.ibi.labels:
                 self.aliases.pop(label, None)
 
@@ -77,18 +86,21 @@ class MemoryItemStore:
                 self.service = forms
             return self.service
 
-    def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None:
-        self.urlkeys[urlkey] = (label, expires_at, False)
+    def issue_urlkey(
+        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
+    ) -> None:
+        self.urlkeys[urlkey] = (IssuedKey(label, dict(targets or {})), expires_at, False)
 
-    def use_urlkey(self, urlkey: str, *, now: int) -> str | None:
-        label, expires_at, used = self.urlkeys.get(urlkey, ("", 0, True))
+    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None:
+        issued, expires_at, used = self.urlkeys.get(urlkey, (IssuedKey(""), 0, True))
         if used or expires_at <= now:
             return None
-        self.urlkeys[urlkey] = (label, expires_at, True)
-        return label
+        self.urlkeys[urlkey] = (issued, expires_at, True)
+        return issued
 
     def count_access(self, label: str) -> int:
-        if self.get(label) is None:
+        # As DynamoDB's ADD: on the record named (an alias record is not the item's).
+        if label not in self.items and label not in self.aliases:
             return 0
         self.accesses[label] = self.accesses.get(label, 0) + 1
         return self.accesses[label]
@@ -277,3 +289,110 @@ class MemoryArchive:
 
     def cancel_transfer(self, ibi: str) -> Any:
         return self._step("cancel", lambda: item_to_mapping(self.service.cancel_transfer(ibi)))
+
+
+class ArchiveNode:
+    """One whole Archive in memory, as a federation sees it: its items and files, its deposit
+    logic, its pages and its protocol (``ProtocolService.answer``, the text the resolver gets)."""
+
+    def __init__(self, name: str, service_date: Decimal, *, own: tuple[str, ...]) -> None:
+        from functions.archive.content import ContentService
+        from functions.archive.protocol import ArchiveIdentity, ProtocolService
+        from functions.archive.service import ArchiveService
+        from functions.archive.views import ArchiveViews
+        from tests.fakes import FakeClock
+
+        self.name = name
+        self.address = f"{name}.example.org"
+        label = IBI.build(service_date, host=self.address, ip="192.0.2.20")
+        self.service_ibi = Forms(rep=label.rep, ibip=label.ibip)
+        self.clock = FakeClock(Decimal(1795473000))
+        self.store = MemoryItemStore()
+        self.files = MemoryFileStore()
+        self.service = ArchiveService(self.store, clock=self.clock, own_prefixes=own)
+        self.views = ArchiveViews(f"https://{self.address}")
+        self.content = ContentService(
+            self.service, views=self.views, files=self.files, serve_inline_bytes=1 << 20
+        )
+        self.protocol = ProtocolService(
+            self.store,
+            identity=ArchiveIdentity(address=self.address, service=self.service_ibi),
+            views=self.views,
+            clock=self.clock,
+            urlkey_ttl_seconds=600,
+        )
+
+    def commit(self, label: str, files: dict[str, bytes], default: str | None = None) -> Item:
+        """Upload ``files`` (what the client's presigned PUTs do) and commit them."""
+        item = self.service.get(label)
+        declared = []
+        for path, data in files.items():
+            self.files.upload(item.key, path, data)
+            declared.append(
+                {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+            )
+        body: dict[str, Any] = {"files": declared}
+        if default is not None or len(files) > 1:
+            body["default_file"] = default or next(iter(files))
+        return self.content.commit_files(item.key, body)[0]
+
+    def original(self, ibi: Any, files: dict[str, bytes], **fields: Any) -> Item:
+        item = self.service.create_original({"ibi": ibi, **fields})
+        return self.commit(item.key, files) if files else item
+
+    def copy(self, ibi: Any, files: dict[str, bytes], **fields: Any) -> Item:
+        item = self.service.add_copy({"ibi": ibi, **fields})
+        return self.commit(item.key, files) if files else item
+
+    def public_files(self, label: str) -> list[dict[str, Any]]:
+        """What the original's public read gives a depositor of a copy: path, SHA-256, size."""
+        return [
+            {"path": f.path, "sha256": f.sha256, "size": f.size}
+            for f in self.service.get(label).files
+        ]
+
+
+class MemoryFederation:
+    """Two or three :class:`ArchiveNode` and the resolver's own resolution over their protocol
+    (``functions.resolver.resolution.Resolver``), acknowledgments included: no socket."""
+
+    # The subsystems the Archives mint for (IBI.build(host="example.org", ip="192.0.2.10")).
+    OWN = ("D7N2U8HW", "org/example")
+
+    def __init__(self, *names: str) -> None:
+        self.nodes = {
+            name: ArchiveNode(name, Decimal(1700000000 + 100 * n), own=self.OWN)
+            for n, name in enumerate(names)
+        }
+
+    def __getitem__(self, name: str) -> ArchiveNode:
+        return self.nodes[name]
+
+    def ask_all(self, ibi: str, pairs: Any, enough: Any = None) -> list[Any]:
+        from functions.resolver.resolution import ArchiveAnswer
+        from ibi.core.pairlist import encode_query, parse_pair_list
+
+        answers = []
+        asked = [(k, v) for k, v in pairs if k not in {"servicesubject", "parsedibiurl.ibi"}]
+        query = encode_query([("servicesubject", "urlRequest"), *asked, ("parsedibiurl.ibi", ibi)])
+        for name, node in self.nodes.items():
+            text = str(node.protocol.answer(query).pairs)
+            answers.append(ArchiveAnswer(name, node.address, parse_pair_list(text)))
+        return answers
+
+    def resolve(self, persistent: str, *, language: str | None = None) -> Any:
+        from functions.resolver.resolution import Resolver
+        from ibi.core.persistent_url import parse_persistent_url
+
+        return Resolver(self.ask_all, accept_language=language).resolve(
+            parse_persistent_url(persistent), "203.0.113.9"
+        )
+
+    def acknowledge(self, found: Any, persistent: str) -> str:
+        """Send the resolver's acknowledgment (Table 6.11) to the Archive that gave the URL."""
+        from functions.resolver.acknowledgments import acknowledgment_pairs
+        from ibi.core.pairlist import encode_query
+
+        node = self.nodes[found.answer.archive]
+        pairs = acknowledgment_pairs(found, persistent, "203.0.113.9")
+        return str(node.protocol.answer(encode_query(pairs)).pairs)

@@ -122,11 +122,14 @@ class ScriptedTransport:
     """The :class:`Transport` contract over scripted Archives, keyed by their service IBI.
 
     ``answers[ibi]`` is the pair-list text an Archive answers, or an exception it fails with;
-    an Archive not in ``answers`` times out. ``ask_all`` reports the Archives after the first
-    answer that is ``enough`` as not needed, as the real transport does when they are slower.
+    an Archive not in ``answers`` times out. ``delays[ibi]`` is when it answers (seconds on a
+    fake clock; 0 by default): answers arrive by delay, then in request order. ``ask_all``
+    reports the Archives that answer after the first ``enough`` answer, plus ``grace``, as not
+    needed, as the real transport does.
     """
 
     answers: dict[str, str | Exception] = field(default_factory=dict)
+    delays: dict[str, float] = field(default_factory=dict)
     refused_hosts: set[str] = field(default_factory=set)
     rounds: list[list[str]] = field(default_factory=list)  # the service IBIs of each round
     gets: list[tuple[Endpoint, str, list[tuple[str, str]]]] = field(default_factory=list)
@@ -151,17 +154,24 @@ class ScriptedTransport:
         timeout: float,
         deadline: float,
         enough: Callable[[PairList], bool] | None = None,
+        grace: float = 0.0,
     ) -> list[Outcome]:
         self.rounds.append(list(requests))
         outcomes: list[Outcome] = []
-        settled = False
-        for key, request in requests.items():
+        until: float | None = None  # the fake clock's time when the round ends
+        for key, request in sorted(requests.items(), key=lambda item: self._when(item[0])):
             if request is not None:
                 self.correlation_ids.append(request.correlation_id)
-            outcomes.append(self._outcome(key, request, settled))
+            late = until is not None and self._when(key) >= until
+            outcomes.append(self._outcome(key, request, late))
             pairs = outcomes[-1].pairs
-            settled = settled or (pairs is not None and enough is not None and enough(pairs))
+            if until is None and pairs is not None and enough is not None and enough(pairs):
+                until = self._when(key) + grace
         return outcomes
+
+    def _when(self, key: str) -> float:
+        """When the Archive answers on the fake clock (never, if it times out)."""
+        return self.delays.get(key, 0.0) if key in self.answers else float("inf")
 
     def _outcome(self, key: str, request: Request | None, settled: bool) -> Outcome:
         if request is None:

@@ -16,17 +16,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from functions.archive.errors import BadRequest, NotHeld
+from aws_lambda_powertools import Logger
+
+from functions.archive.errors import ArchiveError, BadRequest, NotHeld
 from functions.archive.mapping import item_to_mapping
 from functions.archive.model import Item, StoredFile
 from functions.archive.parsing import declared_files
 from functions.archive.service import UNKNOWN, ArchiveService, reason_of
 from functions.archive.transfer import Receiver, Transferred, check_item, transfer
-from functions.archive.views import ArchiveViews, file_list_page, metadata_page, oai_dc
+from functions.archive.views import (
+    ArchiveViews,
+    error_page,
+    file_list_page,
+    metadata_page,
+    oai_dc,
+)
+
+logger = Logger(service="archive", child=True)
 
 CACHE_FILE = "public, max-age=3600"
 CACHE_METADATA = "public, max-age=300"
 VERIFY_PAGE = 25
+DAMAGED = (
+    "This file failed its integrity check here: its bytes are not the ones deposited. It is "
+    "not served, and this Archive no longer offers the item to the resolver, which leads "
+    "readers to a good copy elsewhere when there is one."
+)
 
 
 class FileStore(Protocol):
@@ -132,6 +147,8 @@ class ContentService:
             raise NotHeld(f"{item.key} has {missing}")
         if self._files is None:
             raise NotHeld("this Archive keeps no files")
+        if chosen.path in item.damaged:
+            return self._damaged(item, chosen, known=True)
         etag = f'"{chosen.sha256}"'
         if if_none_match == etag:
             return FileAnswer(304, {"ETag": etag})
@@ -145,12 +162,27 @@ class ContentService:
     def _inline_file(
         self, item: Item, chosen: StoredFile, files: FileStore, headers: dict[str, str]
     ) -> FileAnswer:
-        data = files.read(item.key, chosen.path, max_bytes=self._inline)
+        from functions.archive.files import FileMissing, FileTooLarge
+
+        try:
+            data = files.read(item.key, chosen.path, max_bytes=self._inline)
+        except (FileMissing, FileTooLarge):  # gone, or not the size it was published with
+            return self._damaged(item, chosen)
         if hashlib.sha256(data).hexdigest() != chosen.sha256:
-            page = Page(500, "<!doctype html><p>This file failed its integrity check.</p>")
-            return FileAnswer(500, page=page, damaged=True, path=chosen.path)
+            return self._damaged(item, chosen)
         page = Page(200, data, chosen.content_type, headers)
         return FileAnswer(200, headers, page=page, path=chosen.path)
+
+    def _damaged(self, item: Item, chosen: StoredFile, *, known: bool = False) -> FileAnswer:
+        """A styled 500 (under the pages' CSP); the damage is recorded in the item, so that its
+        protocol answer is empty until an operator repairs the file (and ``verify`` says so)."""
+        if not known:
+            try:
+                self.archive.record_damage(item.key, damaged=[chosen.path])
+            except ArchiveError as error:  # the page is answered all the same
+                logger.warning("damage not recorded", extra={"ibi": item.key, "why": str(error)})
+        page = Page(500, error_page(500, DAMAGED))
+        return FileAnswer(500, page=page, damaged=True, path=chosen.path)
 
     def file_list(self, label: str) -> Page:
         """``GET /list/<ibi>``: the file-list page (403 when the item is not listable)."""
@@ -228,8 +260,9 @@ class ContentService:
         if changes:
             files, key = self._store(), item.key
             for change in changes:
-                if change.old is not None:
-                    files.keep_version(key, change.old.path, sha256_hex=change.old.sha256)
+                old = change.old
+                if old is not None and change.replaces:  # a new path or a repair keeps nothing
+                    files.keep_version(key, old.path, sha256_hex=old.sha256)
                 new = change.new
                 files.commit(key, new.path, sha256_hex=new.sha256, size=new.size)
         item = self.archive.revise_files(
@@ -257,13 +290,26 @@ class ContentService:
         return {"path": revision.path, **revision.to_mapping()["old"], "url": url}
 
     def verify(self, label: str | None, after: str | None) -> Verification:
-        """Stored files against their SHA-256; a copy against the original's checksum."""
+        """Stored files against their SHA-256; a copy against its original's files. What is
+        found is recorded: a damaged file is marked (the item is no longer offered), a file
+        found intact again (an operator restored it) is unmarked."""
         files = self._store()
         if label:
             items, more = [self.archive.get(label)], None
         else:
             items, more = self.archive.list_items(after=after, limit=VERIFY_PAGE)
-        report = [check_item(item, files) for item in items if not item.deleted]
+        report = []
+        for item in items:
+            if item.deleted or item.pending:
+                continue
+            entry = check_item(item, files)
+            bad = {p["path"] for p in entry["problems"] if p["problem"] in {"missing", "sha256"}}
+            damaged = item.damaged
+            if bad or damaged:
+                checked = [f.path for f in item.files]
+                damaged = self.archive.record_damage(item.key, damaged=bad, checked=checked).damaged
+            entry["damaged"] = list(damaged)
+            report.append(entry)
         problems = [p for entry in report for p in entry["problems"]]
         return Verification(report, problems, more)
 

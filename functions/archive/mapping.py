@@ -65,12 +65,18 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "metadata_oai_dc": forms_mapping(item.metadata_oai_dc),
         "dc": {k: list(v) for k, v in item.dc.items()},
         "original_sha256": item.original_sha256,
+        "original_files": [_expected_mapping(f) for f in item.original_files],
         "service": item.service,
         "creator": item.creator,
         "created": format_date(item.created) if item.created is not None else None,
         "history": [revision.to_mapping() for revision in item.history],
         "pending": item.pending,
+        "damaged": list(item.damaged),
     }
+
+
+def _expected_mapping(stored: StoredFile) -> dict[str, Any]:
+    return {"path": stored.path, "sha256": stored.sha256, "size": stored.size}
 
 
 def _timestamp(data: dict[str, Any]) -> Decimal:
@@ -100,11 +106,13 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         metadata_oai_dc=_forms(data.get("metadata_oai_dc")),
         dc={k: tuple(v) for k, v in data.get("dc", {}).items()},
         original_sha256=data.get("original_sha256"),
+        original_files=tuple(StoredFile(**f) for f in data.get("original_files", [])),
         service=bool(data.get("service", False)),
         creator=data.get("creator"),
         created=Decimal(data["created"]) if data.get("created") else None,
         history=tuple(Revision.from_mapping(r) for r in data.get("history", [])),
         pending=bool(data.get("pending", False)),
+        damaged=tuple(data.get("damaged", [])),
         version=version,
     )
 

@@ -163,7 +163,8 @@ class Revision:
     """One recorded change to what an item publishes: nothing published changes silently.
 
     ``action``: ``replaced`` (a file's bytes, the previous ones kept under their SHA-256),
-    ``added`` (a file added by an operator after the deposit), ``imported`` (an original for an
+    ``added`` (a file added by an operator after the deposit), ``repaired`` (a damaged file
+    published again with the bytes it was deposited with), ``imported`` (an original for an
     IBI of another subsystem, authorised by an operator), ``received`` (an original that came
     through a transfer). ``by`` is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
     """
@@ -216,7 +217,7 @@ class Revision:
         )
 
 
-REVISION_ACTIONS = ("replaced", "added", "imported", "received")
+REVISION_ACTIONS = ("replaced", "added", "repaired", "imported", "received")
 
 
 def is_sha256(text: Any) -> bool:
@@ -260,6 +261,9 @@ class Item:
     metadata_oai_dc: Forms | None = None
     dc: dict[str, tuple[str, ...]] = field(default_factory=dict)
     original_sha256: str | None = None
+    # A copy's expected files: the paths, SHA-256 and sizes of its original's files, as the
+    # original's Archive publishes them (``POST /api/copies`` ``original_files``).
+    original_files: tuple[StoredFile, ...] = ()
     service: bool = False
     # Who deposited the item, and when (None for items deposited before this was recorded).
     creator: str | None = None
@@ -267,6 +271,9 @@ class Item:
     history: tuple[Revision, ...] = ()
     # An original on its way in (a transfer not yet complete): answered to no one.
     pending: bool = False
+    # Paths of files whose stored bytes failed their SHA-256 (found when serving or by
+    # ``verify``): the protocol answers nothing for the item until they are repaired.
+    damaged: tuple[str, ...] = ()
     version: int = 0
 
     def __post_init__(self) -> None:
@@ -293,6 +300,15 @@ class Item:
     @property
     def deleted(self) -> bool:
         return self.state is State.DELETED
+
+    @property
+    def usable(self) -> bool:
+        """Whether the item may be offered to readers: held, complete, its bytes intact."""
+        return not self.deleted and not self.pending and not self.damaged
+
+    def expected(self, path: str) -> StoredFile | None:
+        """What a copy's file at ``path`` must be: the original's file (None if not listed)."""
+        return next((f for f in self.original_files if f.path == path), None)
 
     @property
     def iso_timestamp(self) -> str:
@@ -329,8 +345,18 @@ class Item:
             files=(),
             default_file=None,
             external_url=None,
+            damaged=(),
             version=self.version + 1,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    """A urlkey this Archive handed out: the IBI asked, and each URL offered with the key of
+    the item it leads to (so that an acknowledgment counts where the reader went)."""
+
+    label: str
+    targets: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

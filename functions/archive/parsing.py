@@ -41,6 +41,7 @@ CREATE_FIELDS = {
     "dc",
 }
 UPDATE_FIELDS = {
+    "ibi",  # only to add the item's other form: {"rep", "ibip"}
     "url",
     "default_file",
     "content_type",
@@ -199,15 +200,20 @@ def forms_of(value: Any) -> Forms:
 
 
 def ibi_from(path: str) -> tuple[str, str]:
-    """``<ibi>[/<file path>]`` from a public path: the IBI's shape says where it ends."""
+    """``<ibi>[/<file path>]`` from a public path: the IBI's shape says where it ends.
+
+    A rep label has four segments (``sub/word/YYYY/MM.DD.hh.mm…``), an ibip label two
+    (``PREFIX/SUFFIX``). The rep shape is tried first: its last two segments are a date, which
+    no ibip label followed by a file path spells by chance, while a rep's first two segments
+    could read as an ibip label.
+    """
     text = unquote(path)
     parts = text.split("/")
-    for length in (1, 4):  # ibip: PREFIX/SUFFIX; rep: sub/word/YYYY/MM.DD.hh.mm…
-        if len(parts) > length:
-            candidate = "/".join(parts[: length + 1])
+    for segments in (4, 2):
+        if len(parts) >= segments:
             try:
-                label = Forms.of(candidate).key
+                label = Forms.of("/".join(parts[:segments])).key
             except InvalidInput:
                 continue
-            return label, "/".join(parts[length + 1 :])
+            return label, "/".join(parts[segments:])
     raise BadRequest(f"{text!r} does not start with an IBI")

@@ -18,6 +18,20 @@ Decisions (where seed 001 is silent):
   own language (Example 7.2) and its own last edition when it has no next edition.
 * When an edition chain leaves the Archive (a next edition it does not hold), nothing
   ``…lastedition…`` is answered: ``ibi.nextedition`` lets the resolver continue.
+* Metadata answers only in the format asked (Table 7.5, Example 7.5). ``.metadata(oai_dc)``:
+  the item's oai_dc link; else its free-format metadata item if held here with a Dublin Core
+  record (this Archive renders it as oai_dc, as URLib's metadata.cgi does in Example 7.2);
+  else the record kept in the item. A free-format metadata item held elsewhere, or one that
+  is only a file, never answers for oai_dc. ``.metadata`` (no format): the free-format link,
+  the record kept in the item, then the oai_dc link.
+* An item with a damaged file (bytes that failed their SHA-256, found when serving or by
+  ``verify``) is not offered: the answer is empty, as if not held, so that the resolver takes
+  a good copy elsewhere; as a related item it is named by its IBI only (``ibi…``, no URL).
+* Related items are looked up by every form of their IBI (``rep`` and ``ibip``).
+* ``acknowledgment`` always answers the constant ``notice {acknowledgment received}``
+  (Algorithm 1); it counts one access only for a fresh urlkey this Archive issued and never
+  used, on the item whose URL the acknowledgment names (the translation, the metadata, the
+  last edition: where the reader went), else on the item asked.
 """
 
 from __future__ import annotations
@@ -29,10 +43,17 @@ from decimal import Decimal
 from typing import Protocol
 
 from functions.archive.errors import ProtocolError
-from functions.archive.model import ContentType, Forms, Item, Profile, State
+from functions.archive.holdings import with_holdings
+from functions.archive.model import ContentType, Forms, IssuedKey, Item, Profile, State
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, parse_query
-from ibi.core.relations import Relation, Verb, parse_verb_list, wants_file_list
+from ibi.core.relations import (
+    Relation,
+    Verb,
+    parse_verb_list,
+    relation_for_verbs,
+    wants_file_list,
+)
 
 MAX_EDITION_HOPS = 64
 
@@ -84,11 +105,14 @@ class Evaluator:
         self._cache: dict[str, Item | None] = {}
 
     def held(self, forms: Forms) -> Item | None:
-        key = forms.key
-        if key not in self._cache:
-            self._cache[key] = self._holdings(key)
-        item = self._cache[key]
-        return None if item is None or item.deleted else item
+        """The item of ``forms`` (found by any of its forms) if it may be offered here."""
+        for label in forms.labels:
+            if label not in self._cache:
+                self._cache[label] = self._holdings(label)
+            item = self._cache[label]
+            if item is not None:
+                return item if item.usable else None
+        return None
 
     def follow(self, item: Item, relation: Relation) -> Target | None:
         target: Target | None = Target(ibi=item.ibi, item=item)
@@ -136,11 +160,21 @@ class Evaluator:
         return None
 
     def _metadata(self, item: Item, format: str | None) -> Target | None:
-        link = (item.metadata_oai_dc or item.metadata) if format == "oai_dc" else item.metadata
-        if link is not None:
-            return Target(ibi=link, item=self.held(link))
-        if item.dc:
-            return Target(ibi=None, item=None, inline_metadata_of=item)
+        """The item's metadata in ``format`` only (module notes)."""
+        inline = Target(ibi=None, item=None, inline_metadata_of=item) if item.dc else None
+        if format == "oai_dc":
+            if item.metadata_oai_dc is not None:
+                return Target(ibi=item.metadata_oai_dc, item=self.held(item.metadata_oai_dc))
+            free = self.held(item.metadata) if item.metadata is not None else None
+            if free is not None and free.dc:
+                return Target(ibi=free.ibi, item=free)
+            return inline
+        if item.metadata is not None:
+            return Target(ibi=item.metadata, item=self.held(item.metadata))
+        if inline is not None:
+            return inline
+        if item.metadata_oai_dc is not None:
+            return Target(ibi=item.metadata_oai_dc, item=self.held(item.metadata_oai_dc))
         return None
 
 
@@ -207,11 +241,14 @@ def make_url_list(
     relations: Iterable[Relation],
     filepath: str = "",
     file_list: bool = False,
-    urlkey: Callable[[], str],
+    urlkey: Callable[[dict[str, str]], str],
 ) -> tuple[PairList, Item | None]:
-    """The answer to ``urlRequest`` for ``label``, and the item it is about (if held)."""
+    """The answer to ``urlRequest`` for ``label``, and the item it is about (if offered).
+
+    ``urlkey(targets)`` issues the key, given each URL offered and the key of its item.
+    """
     item = holdings(label)
-    if item is None:
+    if item is None or (item.damaged and not item.deleted):
         return PairList(), None
     pairs: list[tuple[str, str | tuple[str, ...]]] = [
         ("archiveaddress", identity.address),
@@ -225,7 +262,7 @@ def make_url_list(
     if item.next_edition is not None:
         pairs.append(("ibi.nextedition", tuple(item.next_edition.words())))
     evaluator = Evaluator(holdings)
-    has_url = False
+    targets: dict[str, str] = {}
     seen: set[str] = {"ibi"}
     for relation in relations:
         target = evaluator.follow(item, relation)
@@ -237,9 +274,9 @@ def make_url_list(
         url = _url(target, relation, views, filepath=filepath, file_list=file_list)
         if url is None or relation.pair_name("url") in seen:
             continue
-        has_url = True
         seen.add(relation.pair_name("url"))
         described = target.item or target.inline_metadata_of or item
+        targets.setdefault(url, described.key)
         content_type = ContentType.METADATA if target.inline_metadata_of else described.content_type
         pairs += [
             (relation.pair_name("url"), url),
@@ -247,8 +284,8 @@ def make_url_list(
             (relation.pair_name("state"), described.state.value),
             (relation.pair_name("timestamp"), described.iso_timestamp),
         ]
-    if has_url:
-        pairs.append(("urlkey", urlkey()))
+    if targets:
+        pairs.append(("urlkey", urlkey(targets)))
     return PairList(sorted(pairs)), item
 
 
@@ -260,8 +297,10 @@ class ProtocolStore(Protocol):
 
     def get(self, label: str) -> Item | None: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
-    def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None: ...
-    def use_urlkey(self, urlkey: str, *, now: int) -> str | None: ...
+    def issue_urlkey(
+        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
+    ) -> None: ...
+    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None: ...
     def count_access(self, label: str) -> int: ...
 
 
@@ -276,6 +315,7 @@ class ProtocolAnswer:
 
 
 CONFIRMATION = ProtocolAnswer(PairList([("confirmation", "yes")]))
+NOTICE = PairList([("notice", ("acknowledgment", "received"))])  # Algorithm 1, line 20
 SUBJECTS = "servicesubject must be inclusionConfirmationRequest, urlRequest or acknowledgment"
 
 
@@ -313,7 +353,7 @@ class ProtocolService:
         if subject == "urlRequest":
             return self.url_request(query)
         if subject == "acknowledgment":
-            return self.acknowledge(query.get("urlkey", ""))
+            return self.acknowledge(query)
         raise ProtocolError(SUBJECTS)
 
     def url_request(self, query: dict[str, str]) -> ProtocolAnswer:
@@ -323,14 +363,16 @@ class ProtocolService:
         try:
             label = Forms.of(query.get("parsedibiurl.ibi", "")).key
             verbs = parse_verb_list(query.get("parsedibiurl.verblist", ""))
+            relation_for_verbs(verbs)  # an order Table 7.5 allows (one of the 14 modifiers)
         except InvalidInput as error:
             raise ProtocolError(f"{error}") from None
         profile, asked = self._store.profile_and_item(label)  # one round trip
         now = self._clock()
 
-        def issue() -> str:
+        def issue(targets: dict[str, str]) -> str:
             key = new_urlkey(now)
-            self._store.issue_urlkey(key, label, expires_at=int(now) + self._ttl)
+            held = asked.key if asked is not None else label
+            self._store.issue_urlkey(key, held, expires_at=int(now) + self._ttl, targets=targets)
             return key
 
         def holdings(wanted: str) -> Item | None:
@@ -347,17 +389,43 @@ class ProtocolService:
             file_list=wants_file_list(verbs),
             urlkey=issue,
         )
+        pairs = with_holdings(pairs, item or asked, query)  # the holdings extension
         held = item is not None
         metric = "UrlRequestsHeld" if held else "UrlRequestsNotHeld"
-        details = {"ibi": label, "held": held, "pairs": len(pairs)}
+        details: dict[str, object] = {"ibi": label, "held": held, "pairs": len(pairs)}
+        if asked is not None and asked.damaged and not asked.deleted:
+            metric, details["damaged"] = "UrlRequestsDamaged", list(asked.damaged)
         return ProtocolAnswer(pairs, metric, "urlRequest", details)
 
-    def acknowledge(self, urlkey: str) -> ProtocolAnswer:
-        """Count an access, once per urlkey this Archive issued and that is still fresh."""
-        label = self._store.use_urlkey(urlkey, now=int(self._clock())) if urlkey else None
-        if label is None:
-            raise ProtocolError("urlkey: not one this Archive issued recently (or used already)")
+    def acknowledge(self, query: dict[str, str]) -> ProtocolAnswer:
+        """The constant notice; one access counted per fresh urlkey this Archive issued, on the
+        item whose URL the acknowledgment names (where the reader went)."""
+        urlkey = query.get("urlkey", "")
+        issued = self._store.use_urlkey(urlkey, now=int(self._clock())) if urlkey else None
+        if issued is None:
+            ignored: dict[str, object] = {"urlkey": urlkey[:40]}
+            event = "acknowledgment ignored"
+            return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
+        label = _went_to(issued, query)
         count = self._store.count_access(label)
-        pairs = PairList([("notice", ("acknowledgment", "received"))])
-        details = {"ibi": label, "accesses": count}
-        return ProtocolAnswer(pairs, "Acknowledgments", "acknowledged", details)
+        details: dict[str, object] = {"ibi": label, "asked": issued.label, "accesses": count}
+        return ProtocolAnswer(NOTICE, "Acknowledgments", "acknowledged", details)
+
+
+def _went_to(issued: IssuedKey, query: dict[str, str]) -> str:
+    """The key of the item the acknowledged URL leads to: by its ``url``, else its ``ibi``
+    (``rep R ibip P`` or a label), else the item asked."""
+    by_url = issued.targets.get(query.get("url", ""))
+    if by_url is not None:
+        return by_url
+    words = query.get("ibi", "").split()
+    labels = [w for w in words if w not in {"rep", "ibip"}]
+    offered = set(issued.targets.values())
+    for label in labels:
+        try:
+            key = Forms.of(label).key
+        except InvalidInput:
+            continue
+        if key in offered:
+            return key
+    return issued.label

@@ -55,6 +55,7 @@ from functions.archive.parsing import (
     flag,
     forms_of,
     label_of,
+    parse_files,
 )
 from functions.archive.store import ArchiveStoreError, ItemExists, ItemStore, StaleItem
 from ibi.core.errors import InvalidInput
@@ -65,6 +66,7 @@ __all__ = [
     "ArchiveService",
     "BadRequest",
     "Conflict",
+    "DiffersFromOriginal",
     "FileExists",
     "Gone",
     "NotCreator",
@@ -104,12 +106,24 @@ class FileExists(ArchiveError):
     status = 409
 
 
+class DiffersFromOriginal(ArchiveError):
+    """A copy's file is not the original's: another path, other bytes (SHA-256 or size)."""
+
+    status = 422
+
+
 @dataclass(frozen=True, slots=True)
 class FileChange:
     """One file of a revision: the new version, and the one it replaces (None: a new path)."""
 
     new: StoredFile
     old: StoredFile | None
+
+    @property
+    def replaces(self) -> bool:
+        """Whether published bytes give way to others (the old ones are kept first); a new
+        path or a repair (a damaged file given its own bytes again) replaces nothing."""
+        return self.old is not None and not _same_bytes(self.old, self.new)
 
 
 class ArchiveService:
@@ -253,7 +267,14 @@ class ArchiveService:
         return item
 
     def add_copy(self, body: Any, *, principal: str = UNKNOWN) -> Item:
-        allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | {"original_sha256"}
+        """A copy of an item held elsewhere, with what its files must be.
+
+        ``original_files`` (``[{"path", "sha256", "size"}]``, as the original's Archive
+        publishes them) are the copy's expected files: each file committed to the copy must be
+        one of them, byte for byte (:class:`DiffersFromOriginal`), and ``verify`` compares the
+        copy with them. ``original_sha256`` (older clients) is the expected main file's.
+        """
+        allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | COPY_FIELDS
         data = fields_of(body, allowed, "a copy")
         if "ibi" not in data:
             raise BadRequest('a copy keeps the original\'s IBI: give "ibi"')
@@ -265,8 +286,13 @@ class ArchiveService:
                     '"original_sha256" must be the SHA-256 of the original\'s file: 64 hex digits'
                 )
             original_sha256 = original_sha256.lower()
+        expected = _original_files(data.get("original_files"))
+        if original_sha256 is None and len(expected) == 1:
+            original_sha256 = expected[0].sha256
         item = self._build(forms, State.COPY, data, principal)
-        item = replace(item, transferable=False, original_sha256=original_sha256)
+        item = replace(
+            item, transferable=False, original_sha256=original_sha256, original_files=expected
+        )
         self._create(item)
         return item
 
@@ -291,9 +317,9 @@ class ArchiveService:
         except ValueError as error:  # InvalidInput and enum errors
             raise BadRequest(str(error)) from None
 
-    def _create(self, item: Item) -> None:
+    def _create(self, item: Item, *, accesses: int = 0) -> None:
         try:
-            self.items.create(item)
+            self.items.create(item, accesses=accesses)
         except ItemExists as exists:
             held = exists.existing
             state = held.state.value if held is not None else "an item"
@@ -312,6 +338,10 @@ class ArchiveService:
 
     def update(self, label: str, body: Any) -> Item:
         data = fields_of(body, UPDATE_FIELDS, "an update")
+        if "ibi" in data:
+            self._add_forms(label, forms_of(data["ibi"]))
+            if set(data) == {"ibi"}:
+                return self.get(label)
 
         def change(item: Item) -> Item:
             changes: dict[str, Any] = {}
@@ -333,6 +363,44 @@ class ArchiveService:
             return item.changed(self._clock(), **changes)
 
         return self._modify(label, change)
+
+    def _add_forms(self, label: str, forms: Forms) -> None:
+        """Make the item answer to ``forms`` (its own, plus the other form of its IBI): e.g. a
+        copy made with the ibip form learns the rep form, and is found by either."""
+        item = self.get(label)
+        if item.deleted:
+            raise Gone(f"{item.key} was deleted; its IBI stays known and is never reused")
+        if not set(item.ibi.labels) <= set(forms.labels):
+            raise BadRequest(
+                f'"ibi" keeps the item\'s IBI: give its forms {item.ibi.to_mapping()} and the '
+                "one to add (the same date)"
+            )
+        if forms.key != item.key:
+            raise Conflict(
+                f"{item.key} is stored under its {'rep' if forms.ibip else 'ibip'} form; its "
+                "ibip form can only be given when it is deposited"
+            )
+        if item.state is State.ORIGINAL and not item.service:
+            self._check_own(forms)
+        for alias in forms.labels:
+            if alias in item.ibi.labels:
+                continue
+            try:
+                self.items.add_alias(alias, item.key)
+            except ItemExists:
+                held = self.items.get(alias)
+                if held is None or held.key != item.key:
+                    raise Conflict(f"{alias} is another item's IBI in this Archive") from None
+            except ArchiveStoreError as error:
+                raise Unavailable(UNAVAILABLE) from error
+
+        def change(current: Item) -> Item:
+            merged = current.ibi.merged(forms)
+            if merged == current.ibi:
+                return current
+            return replace(current, ibi=merged, version=current.version + 1)
+
+        self._modify(label, change)
 
     def link(self, label: str, body: Any) -> Item:
         data = fields_of(body, {"next_edition", "translation", "metadata"}, "a link")
@@ -387,6 +455,8 @@ class ArchiveService:
         new = _new_files(item, declared)
         if new or (default is not None and default != item.default_file):
             self._check_creator(item, principal)
+        if item.state is State.COPY and not item.pending:
+            _check_against_original(item, new, default)
         return item, new
 
     def _check_creator(self, item: Item, principal: str) -> None:
@@ -414,14 +484,19 @@ class ArchiveService:
     def files_to_revise(
         self, label: str, declared: tuple[StoredFile, ...]
     ) -> tuple[Item, list[FileChange]]:
-        """What an operator's revision changes: each declared file and the one it replaces."""
+        """What an operator's revision changes: each declared file and the one it replaces; a
+        damaged file given again with its own bytes is a repair (published again)."""
         item = self.get(label)
         if item.deleted:
             raise Gone(f"{item.key} was deleted; its IBI stays known and is never reused")
         if item.service:
             raise Conflict("the Archive's own service item has no files")
         changes = [FileChange(new, item.file(new.path)) for new in declared]
-        return item, [c for c in changes if c.old is None or not _same_bytes(c.old, c.new)]
+        return item, [
+            c
+            for c in changes
+            if c.old is None or not _same_bytes(c.old, c.new) or c.new.path in item.damaged
+        ]
 
     def revise_files(
         self,
@@ -447,9 +522,10 @@ class ArchiveService:
                     files.append(new)
                 else:
                     files[files.index(held)] = new
+                action = "added" if held is None else "replaced"
                 revisions.append(
                     Revision(
-                        "added" if held is None else "replaced",
+                        "repaired" if held is not None and _same_bytes(held, new) else action,
                         at=now,
                         by=principal,
                         path=new.path,
@@ -465,12 +541,31 @@ class ArchiveService:
             chosen = default if default is not None else item.default_file
             if not revisions and chosen == item.default_file:
                 return item  # nothing changes: nothing to record
+            revised = {planned.new.path for planned in changes}
             return item.changed(
                 now,
                 files=tuple(files),
                 default_file=chosen,
                 history=(*item.history, *revisions),
+                damaged=tuple(path for path in item.damaged if path not in revised),
             )
+
+        return self._modify(label, change)
+
+    def record_damage(
+        self, label: str, *, damaged: Iterable[str], checked: Iterable[str] = ()
+    ) -> Item:
+        """Persist what a check found: ``damaged`` paths fail their SHA-256 (or are missing),
+        ``checked`` paths were found intact. The item's timestamp does not move: its content
+        did not change, only what this Archive knows of its bytes."""
+        bad, good = set(damaged), set(checked) - set(damaged)
+
+        def change(item: Item) -> Item:
+            paths = {f.path for f in item.files}
+            now = tuple(sorted(((set(item.damaged) - good) | bad) & paths))
+            if now == item.damaged:
+                return item
+            return replace(item, damaged=now, version=item.version + 1)
 
         return self._modify(label, change)
 
@@ -513,6 +608,7 @@ class ArchiveService:
                 state=State.COPY,
                 transferable=False,
                 original_sha256=main.sha256 if main else None,
+                original_files=item.files,
             )
 
         after = self._modify(label, change)
@@ -554,10 +650,18 @@ class ArchiveService:
             item = replace(item, pending=True, **links_from_mapping(data))
         except (InvalidInput, ValueError, KeyError, TypeError, AttributeError) as error:
             raise BadRequest(f"an incoming transfer: its links: {error}") from None
+        accesses = data.get("accesses", 0)
+        if isinstance(accesses, bool) or not isinstance(accesses, int):
+            accesses = -1
+        if not 0 <= accesses <= MAX_ACCESSES:
+            raise BadRequest(
+                '"accesses" is the count of accesses so far: a whole number from 0 to '
+                f"{MAX_ACCESSES}"
+            )
         held = self.items.get(forms.key)
         if held is not None and held.pending:
             self._forget(held)
-        self._create(item)
+        self._create(item, accesses=accesses)
         return item
 
     def complete_transfer(self, label: str, *, principal: str = UNKNOWN) -> Item:
@@ -576,6 +680,7 @@ class ArchiveService:
                 pending=False,
                 transferable=True,
                 original_sha256=None,
+                original_files=(),
                 history=(*item.history, received),
             )
 
@@ -623,7 +728,11 @@ class ArchiveService:
 
 # What an incoming transfer carries: the deposit fields (no "transferable": it is, once here)
 # and the links, in the item's own JSON form (functions.archive.mapping.transfer_body).
-TRANSFER_FIELDS = (set(DEPOSIT_FIELDS) - {"transferable"}) | set(LINK_FIELDS)
+# "accesses": the sender's access count, carried so that the item's count goes on from it.
+TRANSFER_FIELDS = (set(DEPOSIT_FIELDS) - {"transferable"}) | set(LINK_FIELDS) | {"accesses"}
+COPY_FIELDS = {"original_sha256", "original_files"}
+MAX_ORIGINAL_FILES = 1000  # a copy's expected files (the record stays below 400 KB)
+MAX_ACCESSES = 10**15  # a count carried by a transfer (DynamoDB numbers hold 38 digits)
 
 
 def reason_of(data: dict[str, Any]) -> str:
@@ -632,6 +741,49 @@ def reason_of(data: dict[str, Any]) -> str:
     if not isinstance(reason, str) or not 1 <= len(reason.strip()) <= MAX_REASON:
         raise BadRequest(f'say why: "reason" is 1-{MAX_REASON} characters, kept in the history')
     return reason.strip()
+
+
+def _original_files(value: Any) -> tuple[StoredFile, ...]:
+    """A copy's ``original_files``: ``[{"path", "sha256", "size"}]``, at most 1,000."""
+    if value is None:
+        return ()
+    if isinstance(value, list) and len(value) > MAX_ORIGINAL_FILES:
+        raise BadRequest(f'"original_files": at most {MAX_ORIGINAL_FILES} files')
+    try:
+        return parse_files(value)
+    except BadRequest as error:
+        raise BadRequest(f"original_files: {error}") from None
+
+
+def _check_against_original(item: Item, new: tuple[StoredFile, ...], default: str | None) -> None:
+    """A copy's files are its original's: each at a path the original has, with its bytes."""
+    for stored in new:
+        if not item.original_files:
+            break
+        expected = item.expected(stored.path)
+        if expected is None:
+            listed = ", ".join(repr(f.path) for f in item.original_files[:20])
+            raise DiffersFromOriginal(
+                f"{item.key}: the original has no file {stored.path!r} (it has {listed}); a "
+                "copy holds the original's files only"
+            )
+        if not _same_bytes(expected, stored):
+            raise DiffersFromOriginal(
+                f"{item.key}: {stored.path!r} is not the original's (SHA-256 {expected.sha256}, "
+                f"{expected.size} bytes; this upload: {stored.sha256}, {stored.size} bytes)"
+            )
+    if item.original_sha256 is None or item.original_files:
+        return
+    files = {f.path: f for f in (*item.files, *new)}
+    chosen = default if default is not None else item.default_file
+    if chosen is None and len(files) == 1:
+        chosen = next(iter(files))
+    main = files.get(chosen) if chosen is not None else None
+    if main is not None and main.sha256 != item.original_sha256:
+        raise DiffersFromOriginal(
+            f"{item.key}: {main.path!r} has SHA-256 {main.sha256}, the original's is "
+            f"{item.original_sha256}; a copy holds the original's bytes"
+        )
 
 
 def _same_bytes(held: StoredFile, declared: StoredFile) -> bool:

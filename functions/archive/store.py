@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.archive.mapping import item_from_mapping, item_to_mapping
-from functions.archive.model import Forms, Item, Profile
+from functions.archive.model import Forms, IssuedKey, Item, Profile
 from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
 from functions.shared.dynamo import ensure_table as create_table
 
@@ -47,7 +47,8 @@ class StaleItem(Exception):
 
 class ItemStore(Protocol):
     def get(self, label: str) -> Item | None: ...
-    def create(self, item: Item) -> None: ...
+    def create(self, item: Item, *, accesses: int = 0) -> None: ...
+    def add_alias(self, alias: str, key: str) -> None: ...
     def replace(self, item: Item, *, expected_version: int) -> None: ...
     def remove(self, item: Item) -> None: ...
     def note_item(self, item: Item) -> None: ...
@@ -55,8 +56,10 @@ class ItemStore(Protocol):
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def service_item(self) -> Forms | None: ...
     def claim_service_item(self, forms: Forms) -> Forms: ...
-    def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None: ...
-    def use_urlkey(self, urlkey: str, *, now: int) -> str | None: ...
+    def issue_urlkey(
+        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
+    ) -> None: ...
+    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None: ...
     def count_access(self, label: str) -> int: ...
     def access_count(self, label: str) -> int: ...
     def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
@@ -103,18 +106,27 @@ class DynamoItemStore:
             return None
         return item_from_mapping(json.loads(record["data"]["S"]), int(record["version"]["N"]))
 
-    def create(self, item: Item) -> None:
+    def create(self, item: Item, *, accesses: int = 0) -> None:
+        """Write a new item (and its aliases); ``accesses``: its count so far (a transfer)."""
         aliases = [label for label in item.ibi.labels if label != item.key]
         written: list[str] = []
+        record = self._record(item)
+        if accesses:
+            record["access_count"] = {"N": str(accesses)}
         try:
             for alias in aliases:
                 self._put_new({"label": {"S": alias}, "alias_of": {"S": item.key}})
                 written.append(alias)
-            self._put_new(self._record(item))
+            self._put_new(record)
         except ItemExists:
             for alias in written:  # undo: the IBI belongs to the item already here
                 self._delete_alias(alias, item.key)
             raise ItemExists(self._existing(item)) from None
+
+    def add_alias(self, alias: str, key: str) -> None:
+        """``alias`` (another form of the IBI) now finds item ``key``; ``ItemExists`` if the
+        label is taken (by that item already, or by another)."""
+        self._put_new({"label": {"S": alias}, "alias_of": {"S": key}})
 
     def _existing(self, item: Item) -> Item | None:
         for label in item.ibi.labels:
@@ -272,21 +284,23 @@ class DynamoItemStore:
 
     # -- urlkeys and access counts ---------------------------------------------------------------
 
-    def issue_urlkey(self, urlkey: str, label: str, *, expires_at: int) -> None:
+    def issue_urlkey(
+        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
+    ) -> None:
+        record = {
+            "label": {"S": URLKEY_PREFIX + urlkey},
+            "item": {"S": label},
+            "expires_at": {"N": str(expires_at)},
+        }
+        if targets:
+            record["targets"] = {"S": json.dumps(targets, separators=(",", ":"))}
         try:
-            self._client.put_item(
-                TableName=self._table,
-                Item={
-                    "label": {"S": URLKEY_PREFIX + urlkey},
-                    "item": {"S": label},
-                    "expires_at": {"N": str(expires_at)},
-                },
-            )
+            self._client.put_item(TableName=self._table, Item=record)
         except AWS_ERRORS as error:
             raise _error(error, "issuing a urlkey") from error
 
-    def use_urlkey(self, urlkey: str, *, now: int) -> str | None:
-        """Spend a urlkey issued by this Archive and still fresh; the item it was for."""
+    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None:
+        """Spend a urlkey issued by this Archive and still fresh; what it was issued for."""
         try:
             answer = self._client.update_item(
                 TableName=self._table,
@@ -302,8 +316,9 @@ class DynamoItemStore:
             if is_conditional_failure(error):
                 return None
             raise _error(error, "spending a urlkey") from error
-        label: str = answer["Attributes"]["item"]["S"]
-        return label
+        attributes = answer["Attributes"]
+        targets = json.loads(attributes["targets"]["S"]) if "targets" in attributes else {}
+        return IssuedKey(attributes["item"]["S"], targets)
 
     def count_access(self, label: str) -> int:
         try:

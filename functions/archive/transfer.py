@@ -4,7 +4,8 @@ Transfer (seed 001 §3.2; seed 004 §4.5). At no moment may both Archives answer
 and the original is released here only once the receiver has shown that it holds the item:
 
 1. the receiver holds the item as an *incoming transfer* (``POST /api/transfers``): a pending
-   ``Copy`` it answers to no one (not in the protocol, not on its pages);
+   ``Copy`` it answers to no one (not in the protocol, not on its pages); the item's access
+   count goes with it (``accesses``), so that it does not restart at 0;
 2. the files go through the receiver's own upload and check (``/api/item/uploads``,
    ``/api/item/files``);
 3. the receiver is asked for the item (``GET /api/item``): it must be that IBI, pending, and
@@ -110,7 +111,8 @@ def transfer(
     contents = _contents(item, files)
     expected: Expected = {f.path: (f.sha256, f.size) for f in item.files}
     try:
-        _expect(receiver.receive_transfer(transfer_body(item)), item, pending=True)
+        body = {**transfer_body(item), "accesses": service.accesses(item)}  # the count goes on
+        _expect(receiver.receive_transfer(body), item, pending=True)
         if contents:
             receiver.upload_files(item.key, contents, default_file=item.default_file)
         _expect(receiver.item(item.key), item, pending=True, files=expected)
@@ -248,18 +250,67 @@ def check_item(item: Item, files: Any) -> dict[str, Any]:
                 {"ibi": item.key, "path": stored.path, "problem": "sha256", "found": found}
             )
     problems += _check_history(item, files)
-    main = item.main_file
-    if item.original_sha256 and main is not None and main.sha256 != item.original_sha256:
-        problems.append(
-            {"ibi": item.key, "path": main.path, "problem": "differs from the original"}
-        )
+    problems += compare_with_original(item)
     replaced = [r.to_mapping() for r in item.history if r.action in {"replaced", "added"}]
-    return {
+    entry: dict[str, Any] = {
         "ibi": item.ibi.to_mapping(),
+        "state": item.state.value,
         "files": len(item.files),
         "problems": problems,
         "revisions": replaced,
     }
+    if item.state is State.COPY:
+        entry["original"] = _original_basis(item)
+    return entry
+
+
+def _original_basis(item: Item) -> str:
+    """What a copy is compared with: its original's files, one checksum, or nothing."""
+    if item.original_files:
+        return f"{len(item.original_files)} file(s) of the original"
+    return "the original's main file" if item.original_sha256 else "unknown"
+
+
+def compare_with_original(item: Item) -> list[dict[str, str]]:
+    """Where a copy disagrees with its original's files (paths, SHA-256, sizes) as recorded
+    when it was made: a file missing here, one the original has not, other bytes."""
+    if item.state is not State.COPY:
+        return []
+    problems: list[dict[str, str]] = []
+    if item.original_files:
+        for expected in item.original_files:
+            held = item.file(expected.path)
+            if held is None:
+                problem = "missing from the copy"
+            elif (held.sha256, held.size) != (expected.sha256, expected.size):
+                problem = "differs from the original"
+            else:
+                continue
+            problems.append(
+                {
+                    "ibi": item.key,
+                    "path": expected.path,
+                    "problem": problem,
+                    "sha256": expected.sha256,
+                }
+            )
+        problems += [
+            {"ibi": item.key, "path": f.path, "problem": "not in the original"}
+            for f in item.files
+            if item.expected(f.path) is None
+        ]
+        return problems
+    main = item.main_file
+    if item.original_sha256 and main is not None and main.sha256 != item.original_sha256:
+        problems.append(
+            {
+                "ibi": item.key,
+                "path": main.path,
+                "problem": "differs from the original",
+                "sha256": item.original_sha256,
+            }
+        )
+    return problems
 
 
 def _check_history(item: Item, files: Any) -> list[dict[str, str]]:

@@ -2,8 +2,11 @@
 
 :meth:`FanOut.for_request` gives the resolution its port (:data:`AskAll`): the Archives of the
 directory are asked through the transport, concurrently, and their outcomes become
-:class:`ArchiveAnswer` values. A location hint (where this IBI, or its prefix, was found
-lately) lets the likely Archive be asked alone first, when one answer may settle the round.
+:class:`ArchiveAnswer` values. A round ends when every Archive answered, at the deadline, or
+``grace`` seconds after the first usable answer (:class:`Patience`): the first non-empty
+answer of seed 001 §6, with a short chance for the original's. A location hint (where this
+IBI, or its prefix, was found lately) lets the likely Archive be asked alone first, when one
+answer may settle the round; never for an IBI two Archives were seen claiming.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -19,15 +22,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Endpoint, Outcome, Request, Result, Transport
 from functions.resolver.registry import RegisteredArchive
-from functions.resolver.resolution import ArchiveAnswer, AskAll
+from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
-from ibi.core.pairlist import PairList
 
 logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
 
-Enough = Callable[[PairList], bool] | None
 DEADLINE_SHARE = 0.8  # of the resolution's deadline, for one round
 
 
@@ -36,12 +37,14 @@ class LocationHints:
 
     Kept in memory, per execution environment, bounded (least recently used out). A hint only
     reorders the asking: the hinted Archive is asked first, alone, and everyone else if it
-    does not settle the round. It never replaces the full fan-out when every claim matters.
+    does not settle the round. It never replaces the full fan-out when every claim matters,
+    nor for an IBI two Archives were seen claiming (:meth:`doubt`; as bounded).
     """
 
     def __init__(self, capacity: int = 10_000) -> None:
         self._capacity = capacity
         self._where: OrderedDict[str, str] = OrderedDict()
+        self._doubted: OrderedDict[str, None] = OrderedDict()  # IBIs claimed by two Archives
         self._lock = threading.Lock()
 
     @staticmethod
@@ -57,17 +60,30 @@ class LocationHints:
             while len(self._where) > self._capacity:
                 self._where.popitem(last=False)
 
-    def likely(self, ibi: str) -> str | None:
+    def doubt(self, ibi: str) -> None:
+        """Two Archives claim ``ibi``'s original: ask everyone for it from now on."""
+        label = parse_label(ibi).label
         with self._lock:
-            for key in self._keys(ibi):
+            self._where.pop(label, None)
+            self._doubted[label] = None
+            self._doubted.move_to_end(label)
+            while len(self._doubted) > self._capacity:
+                self._doubted.popitem(last=False)
+
+    def likely(self, ibi: str) -> str | None:
+        keys = self._keys(ibi)
+        with self._lock:
+            if keys[0] in self._doubted:
+                return None
+            for key in keys:
                 if key in self._where:
                     self._where.move_to_end(key)
                     return self._where[key]
         return None
 
 
-def _settles(answer: ArchiveAnswer, enough: Enough) -> bool:
-    return answer.pairs is not None and enough is not None and enough(answer.pairs)
+def _meets(answer: ArchiveAnswer, check: Check) -> bool:
+    return answer.pairs is not None and check(answer.pairs)
 
 
 class FanOut:
@@ -80,20 +96,24 @@ class FanOut:
         *,
         timeout: float,
         deadline: float,
+        grace: float = 0.0,
         hints: LocationHints | None = None,
     ) -> None:
         self.transport = transport
         self.directory = directory
         self.timeout = timeout  # per Archive
         self.deadline = deadline  # per resolution
+        self.grace = grace  # after the first usable answer, for the others (an Original's)
         self.hints = hints or LocationHints()
         self.requests_made = 0  # urlRequests sent by this environment (for the benchmarks)
 
     def for_request(self, correlation_id: str) -> AskAll:
         """The resolution's port, for one request (its correlation id goes to the Archives)."""
 
-        def ask(ibi: str, pairs: Sequence[tuple[str, str]], enough: Enough) -> list[ArchiveAnswer]:
-            return self.ask(ibi, pairs, enough, correlation_id=correlation_id)
+        def ask(
+            ibi: str, pairs: Sequence[tuple[str, str]], patience: Patience | None
+        ) -> list[ArchiveAnswer]:
+            return self.ask(ibi, pairs, patience, correlation_id=correlation_id)
 
         return ask
 
@@ -101,29 +121,42 @@ class FanOut:
         self,
         ibi: str,
         pairs: Sequence[tuple[str, str]],
-        enough: Enough = None,
+        patience: Patience | None = None,
         *,
         correlation_id: str = "",
     ) -> list[ArchiveAnswer]:
-        """urlRequest ``pairs`` to every included Archive; the hinted one first, alone."""
+        """urlRequest ``pairs`` to every included Archive; the hinted one first, alone.
+
+        With ``patience`` None every Archive is waited for (up to the deadline).
+        """
         archives = self.directory.included()
         message = [("servicesubject", "urlRequest"), *pairs]
         asked: list[ArchiveAnswer] = []
         # Only when one answer may settle the round (never when every claim must be seen).
-        likely = self.hints.likely(ibi) if enough is not None else None
+        likely = self.hints.likely(ibi) if patience is not None else None
         hinted = [a for a in archives if a.service_ibi == likely]
-        if hinted:
-            asked = self._round(hinted, message, correlation_id, ibi, enough)
+        if hinted and patience is not None:
+            asked = self._round(hinted, message, correlation_id, ibi, patience.preferred, grace=0.0)
             metrics.add_metric(name="HintsTried", unit=MetricUnit.Count, value=1)
-            if any(_settles(answer, enough) for answer in asked):
+            if any(_meets(answer, patience.preferred) for answer in asked):
                 metrics.add_metric(name="HintsHit", unit=MetricUnit.Count, value=1)
                 return asked
             archives = [a for a in archives if a.service_ibi != likely]
-        answers = asked + self._round(archives, message, correlation_id, ibi, enough)
-        settled = next((answer for answer in answers if _settles(answer, enough)), None)
-        if settled is not None:
-            self.hints.learn(ibi, settled.archive)
+        usable = patience.usable if patience is not None else None
+        answers = asked + self._round(
+            archives, message, correlation_id, ibi, usable, grace=self.grace
+        )
+        if patience is not None:
+            self._learn(ibi, answers, patience.preferred)
         return answers
+
+    def _learn(self, ibi: str, answers: list[ArchiveAnswer], preferred: Check) -> None:
+        """The hint: the one Archive whose answer is the best there is; none if two claim it."""
+        best = [answer.archive for answer in answers if _meets(answer, preferred)]
+        if len(best) == 1:
+            self.hints.learn(ibi, best[0])
+        elif best:
+            self.hints.doubt(ibi)
 
     def _round(
         self,
@@ -131,7 +164,9 @@ class FanOut:
         message: list[tuple[str, str]],
         correlation_id: str,
         ibi: str,
-        enough: Enough,
+        enough: Check | None,
+        *,
+        grace: float,
     ) -> list[ArchiveAnswer]:
         started = time.monotonic()
         requests = {a.service_ibi: _request(a, message, correlation_id) for a in archives}
@@ -141,6 +176,7 @@ class FanOut:
             timeout=self.timeout,
             deadline=started + self.deadline * DEADLINE_SHARE,
             enough=enough,
+            grace=grace,
         )
         by_key = {a.service_ibi: a for a in archives}
         return [

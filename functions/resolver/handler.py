@@ -12,6 +12,7 @@ import ipaddress
 import time
 from decimal import Decimal
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -20,6 +21,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver import pages, wiring
+from functions.resolver.holdings import HoldingsService, prefers_json
 from functions.resolver.registry import RegistryError
 from functions.resolver.resolving import Lookup, Redirect
 from functions.shared.edge import (
@@ -62,7 +64,7 @@ class BadRegistration(ValueError):
 
 
 def _page(status: int, body: str) -> Response[str]:
-    return html_response(status, body, **{"Content-Security-Policy": pages.CONTENT_SECURITY_POLICY})
+    return html_response(status, body, **pages.PAGE_HEADERS)
 
 
 def alert(
@@ -72,9 +74,10 @@ def alert(
     *,
     details: tuple[str, ...] = (),
     persistent_url: str | None = None,
+    holdings: str | None = None,
 ) -> Response[str]:
     """An alert as a page, or as text for a client that prefers ``text/plain``."""
-    view = pages.AlertView(status, title, message, list(details), persistent_url)
+    view = pages.AlertView(status, title, message, list(details), persistent_url, holdings)
     if pages.wants_text(app.current_event.headers.get("accept")):
         return text_response(status, view.text(), content_type=TEXT_UTF8)
     return _page(status, view.page())
@@ -143,6 +146,36 @@ def status() -> Response[str]:
     return _page(200, pages.status_page(archives, now_iso=_now_iso()))
 
 
+@app.get("/holdings/.+")
+def holdings() -> Response[str]:
+    """Who holds an IBI, in what state, and whether their bytes agree (``holdings.py``).
+
+    A path after ``/holdings/`` that is not exactly one IBI is a persistent URL like any other
+    (an rep IBI may start with ``holdings/``): it is resolved.
+    """
+    event = app.current_event
+    rest = unquote(event.raw_path[len("/holdings/") :])
+    try:
+        label = parse_label(rest).label
+    except InvalidIBI:
+        return persistent_url()
+    runtime = wiring.runtime()
+    service = HoldingsService(runtime.fanout, deadline=runtime.settings.deadline)
+    view = service.view(
+        label, client_ips=client_ips(event), correlation_id=event.request_context.request_id
+    )
+    metrics.add_metric(name="HoldingsViews", unit=MetricUnit.Count, value=1)
+    answer = view.to_mapping()
+    headers = {"Cache-Control": "no-store", "Vary": "Accept"}
+    if prefers_json(event.headers.get("accept")):
+        return json_response(200, answer, headers)
+    return html_response(
+        200,
+        pages.holdings_page(answer),
+        **{**pages.PAGE_HEADERS, **headers},
+    )
+
+
 # ---------------------------------------------------------------------------- administration
 
 
@@ -193,7 +226,7 @@ def persistent_url() -> Response[str]:
     )
     result = runtime.resolving.resolve(lookup)
     if isinstance(result, Redirect):
-        return redirect(result.url, **{"Cache-Control": "no-cache"})
+        return redirect(result.url, **{"Cache-Control": "no-cache", **result.headers})
     found = result.alert
     return alert(
         found.status,
@@ -201,6 +234,7 @@ def persistent_url() -> Response[str]:
         found.message,
         details=found.suspects,
         persistent_url=result.persistent_url,
+        holdings=url.ibi.label,  # who holds it: linked from every alert of a resolution
     )
 
 

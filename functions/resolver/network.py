@@ -149,7 +149,13 @@ class Transport(Protocol):
     def send(self, request: Request, *, timeout: float) -> PairList: ...
 
     def ask_all(
-        self, requests: Requests, *, timeout: float, deadline: float, enough: Enough | None = None
+        self,
+        requests: Requests,
+        *,
+        timeout: float,
+        deadline: float,
+        enough: Enough | None = None,
+        grace: float = 0.0,
     ) -> list[Outcome]: ...
 
 
@@ -272,18 +278,24 @@ class ArchiveTransport:
         return self._run(self._ask(request, timeout), timeout + 1.0)
 
     def ask_all(
-        self, requests: Requests, *, timeout: float, deadline: float, enough: Enough | None = None
+        self,
+        requests: Requests,
+        *,
+        timeout: float,
+        deadline: float,
+        enough: Enough | None = None,
+        grace: float = 0.0,
     ) -> list[Outcome]:
         """Ask every Archive at once; outcomes in the order the answers arrive.
 
         ``None`` stands for an Archive whose address is unusable. The round ends when all have
         answered, when ``deadline`` (a ``time.monotonic()`` value) passes, or, with
-        ``enough``, as soon as one answer settles the question: the others are then reported
-        as :attr:`Result.NOT_NEEDED` (they may still answer, and keep their connection for
-        next time).
+        ``enough``, ``grace`` seconds after the first answer that settles the question (at
+        once when 0): the others are then reported as :attr:`Result.NOT_NEEDED` (they may
+        still answer, and keep their connection for next time).
         """
         remaining = max(0.0, deadline - time.monotonic())
-        return self._run(self._ask_all(requests, timeout, deadline, enough), remaining + 1.0)
+        return self._run(self._ask_all(requests, timeout, deadline, enough, grace), remaining + 1.0)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop())
@@ -309,6 +321,7 @@ class ArchiveTransport:
         timeout: float,
         deadline: float,
         enough: Callable[[PairList], bool] | None,
+        grace: float = 0.0,
     ) -> list[Outcome]:
         started = time.monotonic()
         outcomes = [
@@ -319,14 +332,14 @@ class ArchiveTransport:
             for key, request in requests.items()
             if request is not None
         }
+        settled, until = False, deadline
         while pending:
-            remaining = deadline - time.monotonic()
+            remaining = until - time.monotonic()
             if remaining <= 0:
                 break
             done, _ = await asyncio.wait(
                 pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
             )
-            settled = False
             for task in done:
                 key = pending.pop(task)
                 elapsed = time.monotonic() - started
@@ -334,14 +347,15 @@ class ArchiveTransport:
                 if error is None:
                     pairs = task.result()
                     outcomes.append(Outcome.answered(key, pairs, elapsed))
-                    settled = settled or (enough is not None and enough(pairs))
+                    if not settled and enough is not None and enough(pairs):
+                        settled, until = True, min(deadline, time.monotonic() + grace)
                 else:
                     outcomes.append(Outcome.failed(key, describe(error), elapsed))
-            if settled:
-                for key in pending.values():
-                    outcomes.append(Outcome.not_needed(key, time.monotonic() - started))
-                self._let_finish(pending)
-                return outcomes
+        if settled:
+            for key in pending.values():
+                outcomes.append(Outcome.not_needed(key, time.monotonic() - started))
+            self._let_finish(pending)
+            return outcomes
         for key in pending.values():
             outcomes.append(Outcome.failed(key, "timeout", deadline - started))
         self._let_finish(pending)

@@ -25,6 +25,7 @@ button{padding:.45rem .9rem;font:inherit;border:1px solid var(--accent);border-r
 code,dd{font-family:ui-monospace,monospace}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{color:var(--muted)}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem .5rem;border-bottom:1px solid var(--line)}
 .error{color:#c62828}.muted{color:var(--muted)}a{color:var(--accent)}
+.wrap,dd,td{overflow-wrap:anywhere;min-width:0}.ok{color:#1a7f37}section{border-top:1px solid var(--line);margin-top:1.2rem}
 """
 
 _SCRIPT = """
@@ -69,6 +70,12 @@ document.getElementById('inspect').addEventListener('submit', function (event) {
         dl.appendChild(dt); dl.appendChild(dd);
       });
       out.appendChild(dl);
+      var more = document.createElement('p');
+      var holdings = document.createElement('a');
+      holdings.href = '/holdings/' + body.label;
+      holdings.textContent = 'Who holds it: the holdings view';
+      more.appendChild(holdings);
+      out.appendChild(more);
     })
     .catch(function () { out.textContent = 'The inspector could not be reached.'; });
 });
@@ -84,6 +91,11 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; "
     "img-src 'self'"
 )
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +193,7 @@ class AlertView:
     message: str
     details: Sequence[str] = ()
     persistent_url: str | None = None
+    holdings: str | None = None  # the IBI whose holdings view the alert links to
 
     def page(self) -> str:
         items = "".join(f"<li><code>{_e(d)}</code></li>" for d in self.details)
@@ -194,6 +207,11 @@ class AlertView:
             f'<h1>{_e(self.title)}</h1><p role="alert">{_e(self.message)}</p>{listed}{url}'
             f'<p class="muted">HTTP {self.status} · <a href="/">IBI resolver</a></p>'
         )
+        if self.holdings:
+            body += (
+                f'<p><a id="holdings" href="/holdings/{_e(self.holdings)}">Who holds '
+                f"<code>{_e(self.holdings)}</code>, in what state: the holdings view</a></p>"
+            )
         return _document(f"{self.status} {self.title}", body)
 
     def text(self) -> str:
@@ -230,3 +248,153 @@ def wants_text(accept: str | None) -> bool:
     text = quality.get("text/plain", 0.0)
     page = max(quality.get("text/html", 0.0), quality.get("application/xhtml+xml", 0.0))
     return text > 0 and text > page
+
+
+# ---------------------------------------------------------------------------- holdings
+
+
+def _forms_text(forms: Any) -> str:
+    if not isinstance(forms, dict) or not forms:
+        return "—"
+    return " · ".join(
+        f"<code>{_e(forms[form])}</code> ({form})" for form in ("ibip", "rep") if form in forms
+    )
+
+
+def _holdings_link(forms: Any) -> str:
+    if not isinstance(forms, dict) or not forms:
+        return "—"
+    label = str(forms.get("ibip") or forms.get("rep"))
+    return f'<a href="/holdings/{_e(label)}"><code>{_e(label)}</code></a>'
+
+
+def _link_text(link: Any) -> str:
+    if not isinstance(link, dict):
+        return "—"
+    if link.get("ibi"):
+        return _holdings_link(link["ibi"])
+    return f"<code>{_e(link.get('url') or '—')}</code>"
+
+
+def _web_link(url: Any) -> str:
+    text = str(url or "")
+    if text.startswith(("http://", "https://")) and text.isascii():
+        return f'<a href="{_e(text)}" rel="noreferrer"><code>{_e(text)}</code></a>'
+    return f"<code>{_e(text or '—')}</code>"
+
+
+def _holding_rows(holding: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [("address", f"<code>{_e(holding['address'] or '—')}</code>")]
+    if holding.get("problem"):
+        rows.append(("problem", f'<span class="error">{_e(holding["problem"])}</span>'))
+    if holding["state"] in {"none", "unreachable"}:
+        return rows
+    rows += [
+        ("IBI", _forms_text(holding.get("ibi"))),
+        ("timestamp", _e(holding.get("timestamp") or "—")),
+        ("URL", _web_link(holding.get("url"))),
+        ("next edition", _holdings_link(holding.get("next_edition"))),
+    ]
+    if not holding.get("extension"):
+        note = holding.get("extension_problem") or "this Archive does not report its holdings"
+        rows.append(("details", f'<span class="muted">{_e(note)}</span>'))
+        return rows
+    translations = holding.get("translations") or {}
+    rows += [
+        ("language", _e(holding.get("language") or "—")),
+        (
+            "translations",
+            ", ".join(f"{_e(k)}: {_link_text(v)}" for k, v in translations.items()) or "—",
+        ),
+        ("metadata", _e(" ".join(holding.get("metadata_formats") or []) or "—")),
+    ]
+    return rows
+
+
+def _holding_files(holding: dict[str, Any]) -> str:
+    if not holding.get("extension") or holding["state"] not in {"Original", "Copy", "held"}:
+        return ""
+    if not holding.get("listable"):
+        return '<p class="muted">Listing the files of this item is not allowed here.</p>'
+    damaged = set(holding.get("damaged") or [])
+    rows = "".join(
+        f"<tr><td><code>{_e(f['path'])}</code>"
+        + (' <strong class="error">damaged</strong>' if f["path"] in damaged else "")
+        + f"</td><td>{_e(f['size'])}</td><td><code>{_e(f['sha256'])}</code></td></tr>"
+        for f in holding.get("files") or []
+    )
+    if not rows:
+        return '<p class="muted">No files.</p>'
+    more = (
+        f'<p class="muted">{_e(holding["file_count"])} files in all; the list was cut short.</p>'
+        if holding.get("truncated")
+        else ""
+    )
+    return (
+        "<table><thead><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>{more}"
+    )
+
+
+def _holding_section(holding: dict[str, Any]) -> str:
+    rows = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in _holding_rows(holding))
+    state = holding["state"]
+    css = "error" if state == "unreachable" else "muted" if state == "none" else ""
+    return (
+        f'<section><h3 class="wrap"><code>{_e(holding["archive"])}</code> · '
+        f'<span class="{css}">{_e(state)}</span></h3><dl>{rows}</dl>'
+        f"{_holding_files(holding)}</section>"
+    )
+
+
+def _verdict(verdict: dict[str, Any]) -> str:
+    if verdict["ok"]:
+        summary = '<p class="ok" role="status">Every Archive that answered agrees.</p>'
+    else:
+        items = "".join(f"<li>{_e(p)}</li>" for p in verdict["problems"])
+        summary = f'<ul class="error" role="alert">{items}</ul>'
+    copies = "".join(
+        f"<li><code>{_e(c['archive'])}</code>: "
+        + (
+            '<span class="ok">same files as the original</span>'
+            if c["agrees"]
+            else '<span class="error">differs</span>'
+            if c["agrees"] is False
+            else f'<span class="muted">{_e(c["note"] or "not compared")}</span>'
+        )
+        + "</li>"
+        for c in verdict["copies"]
+    )
+    chain = "".join(
+        f"<li>{_holdings_link({'ibip': e['ibi']})} — "
+        + (
+            _e(", ".join(f"{a} ({s})" for a, s in e["holders"].items()))
+            if e["holders"]
+            else '<span class="muted">held by no Archive that answered</span>'
+        )
+        + "</li>"
+        for e in verdict["edition_chain"]
+    )
+    return (
+        f"<h2>Verdict</h2>{summary}"
+        + (f"<h3>Copies</h3><ul>{copies}</ul>" if copies else "")
+        + f"<h3>Edition chain</h3><ol>{chain}</ol>"
+    )
+
+
+def holdings_page(view: dict[str, Any]) -> str:
+    """The holdings view (``functions/resolver/holdings.py``) as a page: no script at all."""
+    label = str(view["ibi"])
+    archives = "".join(_holding_section(h) for h in view["archives"]) or (
+        "<p>No Archive is included in this resolver.</p>"
+    )
+    body = (
+        f'<h1 class="wrap">Holdings of <code>{_e(label)}</code></h1>'
+        '<p class="muted">Who holds this IBI, in what state, and whether their bytes agree: '
+        "every Archive included in this resolver, asked now.</p>"
+        f'<p>Persistent URL: <a class="wrap" href="/{_e(label)}"><code>/{_e(label)}</code></a></p>'
+        f"{_verdict(view['verdict'])}<h2>Archives</h2>{archives}"
+        '<p class="muted">The same as JSON: <code>Accept: application/json</code> · '
+        '<a href="/">IBI resolver</a></p>'
+    )
+    return _document(f"Holdings of {label}", body)

@@ -5,9 +5,19 @@ module decides only what to ask, what the answers mean, and what to answer.
 
 Decisions where seed 001 is silent (besides spec §7):
 
-* "The first non-empty answer" is read as: among the answers, those holding the wanted
-  ``url…`` pair come first, an ``Original`` before a ``Copy``, then the order the Archives
-  answered in; an answer without the URL is chased only when no answer has it.
+* "The first non-empty answer" (seed 001 §6) is read as: a round of urlRequest ends a short
+  grace (``IBI_ORIGINAL_GRACE_MS``, 50 ms, never the Archive timeout) after the first answer
+  that holds the wanted ``url…`` pair or leads onward (:class:`Patience`), or when every
+  Archive answered. Among the answers heard by then, those holding the URL come first, an
+  ``Original`` before a ``Copy``, then the order the Archives answered in; an answer without
+  the URL is chased only when no answer has it. Two answers claiming the original are
+  named on the result (:class:`Conflict`); the 302 stays.
+* For a relation with ``.lastedition`` the holder of the original speaks for the edition
+  chain: an answer claiming the original (``state`` or ``state<r>`` ``Original``), or one that
+  leads onward (``ibi.nextedition``, ``ibi.lastedition`` naming another IBI), comes before a
+  Copy's claim to be the last edition, which is used only when no such answer came. A copy's
+  answer never ends such a round early. Editions are only ever added, so an answer that
+  knows a next edition knows more than one that does not.
 * ``Deleted`` (410) is answered only when no Archive offers the item otherwise.
 * 504 only when no Archive answered at all; an IBI unknown to every Archive that answered
   is 404 even if some Archives did not answer in time.
@@ -27,7 +37,7 @@ from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, parse_forms
 from ibi.core.persistent_url import PersistentURL
-from ibi.core.relations import Relation, Verb, next_hop
+from ibi.core.relations import Relation, Verb, involves_editions, next_hop, present_hops
 
 MAX_HOPS = 8  # §7.9
 # url.translation(pt-BR)…, ibi.translation(en).lastedition …: the first translation step.
@@ -44,10 +54,28 @@ class ArchiveAnswer:
     problem: str | None = None  # why there is no answer: timeout, refused, malformed …
 
 
-# ask_all(ibi, pairs, enough): every included Archive; ``enough(answer)`` may end the wait.
-AskAll = Callable[
-    [str, Sequence[tuple[str, str]], Callable[[PairList], bool] | None], list[ArchiveAnswer]
-]
+Check = Callable[[PairList], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Patience:
+    """When a round may end before every Archive has answered (None: never)."""
+
+    usable: Check  # the round may end with it: a short grace after the first one
+    preferred: Check  # the best answer there is (the original's): a location hint needs it
+
+
+# ask_all(ibi, pairs, patience): every included Archive, waited for as ``patience`` says.
+AskAll = Callable[[str, Sequence[tuple[str, str]], Patience | None], list[ArchiveAnswer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two or more Archives claimed the original of ``ibi`` in one round (``relation`` asked)."""
+
+    ibi: str
+    relation: Relation
+    archives: tuple[str, ...]  # their service IBIs, in the order they answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +86,7 @@ class Found:
     ibi: str  # the IBI whose answer gave the URL
     hops: int
     status: int = 302
+    conflicts: tuple[Conflict, ...] = ()  # two originals seen on the way (the 302 stays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +124,63 @@ def _ibi_of(answer: PairList, pair_name: str) -> str | None:
     except InvalidInput:
         return None
     return forms.get("ibip") or forms.get("rep")
+
+
+def _claims_original(answer: PairList, relation: Relation) -> bool:
+    return answer.word("state") == "Original" or _state(answer, relation) == "Original"
+
+
+def _leads_onward(answer: PairList, relation: Relation, asked: str) -> bool:
+    """Whether ``answer`` names another IBI that serves ``relation`` (a hop to chase)."""
+    here = _label(asked)
+    return any(
+        (target := _ibi_of(answer, hop.pair_name)) is not None and _label(target) != here
+        for hop in present_hops(relation, answer)
+    )
+
+
+def _label(text: str) -> str:
+    try:
+        return parse_label(text).label
+    except InvalidInput:
+        return text
+
+
+def patience(relation: Relation, asked: str, *, required_original: bool) -> Patience | None:
+    """How long a round about ``asked`` waits (module notes); None: for every Archive.
+
+    Every claim must be seen when the original is required (two are a 409), and every
+    language for a bare ``+`` (it is chosen among all the answers' translations).
+    """
+    if required_original or any(
+        step.name == "GetTranslation" and step.parameter is None for step in relation.steps
+    ):
+        return None
+
+    def onward(answer: PairList) -> bool:
+        return _leads_onward(answer, relation, asked)
+
+    if involves_editions(relation):
+
+        def original(answer: PairList) -> bool:
+            return _claims_original(answer, relation) and (
+                bool(_url_pair(answer, relation)) or onward(answer)
+            )
+
+        def edition_usable(answer: PairList) -> bool:
+            return onward(answer) or (
+                _claims_original(answer, relation) and bool(_url_pair(answer, relation))
+            )
+
+        return Patience(usable=edition_usable, preferred=original)
+
+    def usable(answer: PairList) -> bool:
+        return bool(_url_pair(answer, relation)) or onward(answer)
+
+    def preferred(answer: PairList) -> bool:
+        return bool(_url_pair(answer, relation)) and _state(answer, relation) == "Original"
+
+    return Patience(usable=usable, preferred=preferred)
 
 
 def languages_offered(answers: Sequence[PairList]) -> list[str]:
@@ -140,6 +226,28 @@ def lookup(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
     return None
 
 
+def prefix_match(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
+    """RFC 4647 §3.3.1 basic filtering, best range first: ``pt`` matches ``pt-BR``; then the
+    same with each range's language alone (``pt-PT`` finds ``pt-BR``: ours, not the RFC's).
+
+    Among the tags one range matches, the shortest, then the first alphabetically (so the
+    choice does not depend on which Archive answered first).
+    """
+    languages = [wanted.split("-")[0] for wanted in ranges]
+    for prefix in [*ranges, *languages]:
+        lowered = prefix.lower()
+        matched = [tag for tag in offered if tag.lower().startswith(lowered + "-")]
+        if matched:
+            return min(matched, key=lambda tag: (len(tag), tag.lower()))
+    return None
+
+
+def choose_language(accept_language: str | None, offered: Sequence[str]) -> str | None:
+    """A bare ``+`` (§7.8): lookup, then the best prefix match; None: the item itself."""
+    ranges = parse_accept_language(accept_language)
+    return lookup(ranges, offered) or prefix_match(ranges, offered)
+
+
 class _Step(enum.Enum):
     """What a round leaves to do besides answering."""
 
@@ -159,13 +267,14 @@ class _Walk:
     anyone_answered: bool = False
     deleted_seen: bool = False
     known: bool = False
+    conflicts: list[Conflict] = field(default_factory=list)
 
     @classmethod
     def start(cls, url: PersistentURL, client_ips: str) -> _Walk:
         base_pairs: list[tuple[str, str]] = [("clientinformation.ipaddress", client_ips)]
         if url.file_path:
-            # As in Example 7.11: the file's path inside the item, without the leading "/".
-            base_pairs.append(("parsedibiurl.filepath", url.file_path.lstrip("/")))
+            # Table 6.9: path-absolute, as in its example "/reference.bib".
+            base_pairs.append(("parsedibiurl.filepath", url.file_path))
         return cls(url, base_pairs, url.ibi.label, url.relation)
 
     @property
@@ -195,7 +304,7 @@ class _Walk:
             )
         if self.known:
             wanted = self.relation.modifier_text or "the item"
-            path = f" /{self.url.file_path}" if self.url.file_path else ""
+            path = f" {self.url.file_path}" if self.url.file_path else ""
             return Alert(
                 404,
                 "Not available",
@@ -226,16 +335,20 @@ class Resolver:
 
     def _round(self, walk: _Walk, hop: int) -> Found | Alert | _Step:
         """Ask every Archive about the current IBI; read their answers."""
-        held = self._ask(walk)
+        asked_for = walk.relation
+        wait = patience(asked_for, walk.current, required_original=walk.required_original)
+        held = self._ask(walk, wait)
         if not held:
             return _Step.STOP
-        asked_for = walk.relation
         walk.relation = self._negotiate(walk.relation, [a.pairs for a in held if a.pairs])
+        held = _authoritative(held, walk.relation, walk.current)
         with_url = [a for a in held if a.pairs and _url_pair(a.pairs, walk.relation)]
         if walk.relation != asked_for and not with_url:
             # The language chosen (or the item itself) was not in answers filtered for
             # the bare `+`: ask again for exactly that.
             return _Step.NEXT
+        if wait is not None:
+            self._note_conflict(walk, held, wait)
         selected = self._select(walk, with_url, hop)
         if selected is not None:
             return selected
@@ -246,17 +359,23 @@ class Resolver:
         walk.known = True
         return self._chase(walk, live)
 
-    def _ask(self, walk: _Walk) -> list[ArchiveAnswer]:
+    def _ask(self, walk: _Walk, wait: Patience | None) -> list[ArchiveAnswer]:
         """One round of urlRequest; the answers that hold something."""
         verb_list = walk.verb_list()
         pairs = [*walk.base_pairs, ("parsedibiurl.ibi", walk.current)]
         if verb_list:
             pairs.append(("parsedibiurl.verblist", verb_list))
         self.trace.rounds.append((walk.current, verb_list))
-        enough = self._enough(walk.relation, walk.required_original)
-        answers = self._ask_all(walk.current, pairs, enough)
+        answers = self._ask_all(walk.current, pairs, wait)
         walk.anyone_answered = walk.anyone_answered or any(a.pairs is not None for a in answers)
         return [a for a in answers if a.pairs]
+
+    @staticmethod
+    def _note_conflict(walk: _Walk, held: list[ArchiveAnswer], wait: Patience) -> None:
+        """Two or more answers of the original's kind: named on the result (the 302 stays)."""
+        claims = tuple(a.archive for a in held if a.pairs and wait.preferred(a.pairs))
+        if len(claims) > 1:
+            walk.conflicts.append(Conflict(walk.current, walk.relation, claims))
 
     def _select(self, walk: _Walk, with_url: list[ArchiveAnswer], hop: int) -> Found | Alert | None:
         """The answer that gives the URL (an Original first), or 409 for two claimed originals."""
@@ -272,9 +391,9 @@ class Resolver:
                     "investigation is needed.",
                     tuple(f"{a.archive} at {a.address}" for a in originals),
                 )
-            return self._found(originals[0], relation, walk.current, hop) if originals else None
+            return self._found(walk, originals[0], hop) if originals else None
         with_url.sort(key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1)
-        return self._found(with_url[0], relation, walk.current, hop) if with_url else None
+        return self._found(walk, with_url[0], hop) if with_url else None
 
     @staticmethod
     def _chase(walk: _Walk, live: list[ArchiveAnswer]) -> Alert | _Step:
@@ -303,30 +422,12 @@ class Resolver:
         walk.relation = hop_step.relation
         return _Step.NEXT
 
-    @staticmethod
-    def _enough(relation: Relation, required_original: bool) -> Callable[[PairList], bool] | None:
-        """When one answer settles the round: it offers the wanted URL of an ``Original``.
-
-        Never when the original is required (every claim must be seen to detect two) nor for a
-        bare ``+`` (the language is chosen among every answer's translations).
-        """
-        if required_original or any(
-            step.name == "GetTranslation" and step.parameter is None for step in relation.steps
-        ):
-            return None
-
-        def enough(answer: PairList) -> bool:
-            return bool(_url_pair(answer, relation)) and _state(answer, relation) == "Original"
-
-        return enough
-
     def _negotiate(self, relation: Relation, answers: list[PairList]) -> Relation:
         """A bare ``+`` becomes ``+(ll)`` by Accept-Language (§7.8), or the item itself."""
         steps = list(relation.steps)
         for index, step in enumerate(steps):
             if step.name == "GetTranslation" and step.parameter is None:
-                offered = languages_offered(answers)
-                chosen = lookup(parse_accept_language(self._accept_language), offered)
+                chosen = choose_language(self._accept_language, languages_offered(answers))
                 if chosen is None:
                     del steps[index]
                 else:
@@ -334,8 +435,38 @@ class Resolver:
                 return Relation(tuple(steps))
         return relation
 
-    def _found(self, answer: ArchiveAnswer, relation: Relation, ibi: str, hop: int) -> Found:
+    @staticmethod
+    def _found(walk: _Walk, answer: ArchiveAnswer, hop: int) -> Found:
         assert answer.pairs is not None
-        url = _url_pair(answer.pairs, relation)
+        url = _url_pair(answer.pairs, walk.relation)
         assert url is not None
-        return Found(url=url, answer=answer, relation=relation, ibi=ibi, hops=hop)
+        return Found(
+            url=url,
+            answer=answer,
+            relation=walk.relation,
+            ibi=walk.current,
+            hops=hop,
+            conflicts=tuple(walk.conflicts),
+        )
+
+
+def _authoritative(
+    held: list[ArchiveAnswer], relation: Relation, asked: str
+) -> list[ArchiveAnswer]:
+    """For ``.lastedition``: the original's word and the answers leading onward, when any
+    came (the original's first), before a copy's claim to be the last edition (module notes).
+    Other relations: every answer, as it came."""
+    if not involves_editions(relation):
+        return held
+    first: list[ArchiveAnswer] = []
+    then: list[ArchiveAnswer] = []
+    for answer in held:
+        pairs = answer.pairs
+        if not pairs:
+            continue
+        onward = _leads_onward(pairs, relation, asked)
+        if _claims_original(pairs, relation) and (onward or _url_pair(pairs, relation)):
+            first.append(answer)
+        elif onward:
+            then.append(answer)
+    return first + then or held

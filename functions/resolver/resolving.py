@@ -8,20 +8,21 @@ what happened. The route only parses the request and answers what this returns.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver.acknowledgments import Acknowledgments
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Alert, Resolver
+from functions.resolver.resolution import Alert, Conflict, Resolver
 from ibi.core.persistent_url import PersistentURL
 
 logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
 
 MAX_LOCATION = 4096
+CONFLICT_HEADER = "IBI-Conflict"  # two Archives claim the original (docs/resolver.md)
 BAD_ANSWER = Alert(502, "Bad answer", "The Archive holding this item answered an unusable URL.")
 
 
@@ -39,6 +40,17 @@ class Lookup:
 @dataclass(frozen=True, slots=True)
 class Redirect:
     url: str
+    headers: dict[str, str] = field(default_factory=dict)  # besides Location
+
+
+def conflict_header(conflicts: tuple[Conflict, ...]) -> str:
+    """``two-originals; ibi="…"; archives="A B"``, one per conflict, comma-separated.
+
+    Labels and service IBIs hold no ``"``, ``\\``, comma or space: the value needs no escaping.
+    """
+    return ", ".join(
+        f'two-originals; ibi="{c.ibi}"; archives="{" ".join(c.archives)}"' for c in conflicts
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,4 +104,13 @@ class ResolvingService:
             result, lookup.persistent_url, lookup.client_ips, lookup.correlation_id
         )
         metrics.add_metric(name="Resolution302", unit=MetricUnit.Count, value=1)
-        return Redirect(result.url)
+        if not result.conflicts:
+            return Redirect(result.url)
+        # The 302 stays (spec §5.3), but the conflict is said, logged and counted.
+        metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
+        header = conflict_header(result.conflicts)
+        relations = [str(c.relation) for c in result.conflicts]
+        logger.warning(
+            "two archives claim the original", extra={"conflict": header, "relations": relations}
+        )
+        return Redirect(result.url, {CONFLICT_HEADER: header})

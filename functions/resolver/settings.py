@@ -13,6 +13,12 @@ from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.defaults import RESOLVER_SERVICE_IBI
 
+# After the first answer a round could end with, how long the other Archives still get (an
+# Original's answer is preferred to a Copy's; a second claim of the original is seen). Tens of
+# milliseconds: a bound on the cost of that preference, never the Archive timeout.
+DEFAULT_ORIGINAL_GRACE_MS = 50
+MAX_ORIGINAL_GRACE_MS = 1000
+
 
 class ConfigurationError(RuntimeError):
     """The deployment's configuration is wrong; the function cannot serve."""
@@ -27,6 +33,7 @@ class ResolverSettings:
     allow_networks: tuple[str, ...]
     archive_timeout: float = 3.0
     deadline: float = 10.0
+    original_grace: float = DEFAULT_ORIGINAL_GRACE_MS / 1000  # seconds (above)
     max_answer_bytes: int = 256 * 1024
     name: str = "IBI resolver"
     throttle_table: str = ""  # empty: "<table>-throttle" (local mode and tests)
@@ -51,6 +58,7 @@ class ResolverSettings:
                     "need 0.1 <= IBI_ARCHIVE_TIMEOUT_SECONDS"
                     " <= IBI_RESOLUTION_DEADLINE_SECONDS <= 25"
                 )
+            grace = _grace_seconds(env.get("IBI_ORIGINAL_GRACE_MS"), timeout)
             if not (env.get("IBI_PEPPER_SECRET_ARN") or env.get("IBI_PEPPER_FILE")):
                 raise ValueError("set IBI_PEPPER_SECRET_ARN (AWS) or IBI_PEPPER_FILE (local)")
             return cls(
@@ -63,8 +71,21 @@ class ResolverSettings:
                 allow_networks=allow,
                 archive_timeout=timeout,
                 deadline=deadline,
+                original_grace=grace,
                 max_answer_bytes=int(env.get("IBI_MAX_ANSWER_BYTES", str(256 * 1024))),
                 name=env.get("IBI_RESOLVER_NAME", "IBI resolver"),
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid resolver configuration: {error}") from error
+
+
+def _grace_seconds(text: str | None, timeout: float) -> float:
+    """``IBI_ORIGINAL_GRACE_MS`` (whole milliseconds, 0 to 1,000, under the Archive timeout)."""
+    given = (text or "").strip() or str(DEFAULT_ORIGINAL_GRACE_MS)
+    whole = given.isascii() and given.isdigit()
+    if not whole or int(given) > MAX_ORIGINAL_GRACE_MS or int(given) / 1000 >= timeout:
+        raise ValueError(
+            f"IBI_ORIGINAL_GRACE_MS={text!r}: need whole milliseconds from 0 to"
+            f" {MAX_ORIGINAL_GRACE_MS}, under IBI_ARCHIVE_TIMEOUT_SECONDS"
+        )
+    return int(given) / 1000

@@ -64,7 +64,11 @@ def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = No
         on_change=directory.forget,
     )
     fanout = FanOut(
-        transport, directory, timeout=settings.archive_timeout, deadline=settings.deadline
+        transport,
+        directory,
+        timeout=settings.archive_timeout,
+        deadline=settings.deadline,
+        grace=settings.original_grace,
     )
     acknowledgments = Acknowledgments(transport, directory, timeout=settings.archive_timeout)
     return Runtime(

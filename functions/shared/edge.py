@@ -180,9 +180,15 @@ def requester(event: Any) -> str:
 
 
 def public_base(event: Any) -> str:
-    """``scheme://host`` the request came to (API Gateway's domain, or the local gateway's)."""
-    proto = event.headers.get("x-forwarded-proto", "https")
-    return f"{proto}://{event.request_context.domain_name}"
+    """``scheme://host`` the request came to (API Gateway's domain, or the local gateway's).
+
+    The scheme is ``X-Forwarded-Proto`` as the gateway sets it (API Gateway: ``https``; the
+    local gateway: ``http``); of a list, the last (the nearest proxy's); anything but ``http``
+    or ``https`` reads as ``https``.
+    """
+    proto = (event.headers.get("x-forwarded-proto") or "").split(",")[-1].strip().lower()
+    scheme = proto if proto in {"http", "https"} else "https"
+    return f"{scheme}://{event.request_context.domain_name}"
 
 
 # ---------------------------------------------------------------------------- the entry point

@@ -399,12 +399,12 @@ def hops(relation: Relation) -> tuple[Hop, ...]:
     return tuple(found)
 
 
-def next_hop(relation: Relation, answer: PairList) -> Hop | None:
-    """The IBI that serves ``relation`` when ``answer`` lacks ``url<relation>`` (§5.3).
-
-    Returns the first of :func:`hops` whose pair the answer holds with a non-empty value,
-    naming the pair as the answer spells it; ``None`` when nothing leads further.
-    """
+def present_hops(relation: Relation, answer: PairList) -> tuple[Hop, ...]:
+    """The :func:`hops` whose pair ``answer`` holds with a non-empty value, best first,
+    each naming the pair as the answer spells it."""
+    wanted = hops(relation)
+    if not wanted:  # the item itself: nothing to chase, no pair name to read
+        return ()
     spelled: dict[str, str] = {}
     for name, value in answer:
         if not value:
@@ -415,10 +415,23 @@ def next_hop(relation: Relation, answer: PairList) -> Hop | None:
         except InvalidInput:
             canonical = name.lower()
         spelled.setdefault(canonical, name)
-    for hop in hops(relation):
-        if hop.pair_name in spelled:
-            return Hop(spelled[hop.pair_name], hop.relation)
-    return None
+    return tuple(
+        Hop(spelled[hop.pair_name], hop.relation) for hop in wanted if hop.pair_name in spelled
+    )
+
+
+def next_hop(relation: Relation, answer: PairList) -> Hop | None:
+    """The IBI that serves ``relation`` when ``answer`` lacks ``url<relation>`` (§5.3).
+
+    Returns the first of :func:`present_hops`; ``None`` when nothing leads further.
+    """
+    found = present_hops(relation, answer)
+    return found[0] if found else None
+
+
+def involves_editions(relation: Relation) -> bool:
+    """Whether ``relation`` asks for a last edition (``!`` anywhere in its modifier)."""
+    return any(step.name == "GetLastEdition" for step in relation.steps)
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -28,7 +28,7 @@ from ibi_tools.local.stores import Dynalite, LocalServer, private_dir, write_pri
 from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
 
 DEFAULT_MINTING_PORT = 8800
-ARCHIVES = ("archive-a", "archive-b")
+ARCHIVES = ("archive-a", "archive-b", "archive-c")  # the third with --archive-ports A,B,C
 MINTING_TABLES = {
     "state": "ibi-mint-state",
     "record": "ibi-mint-record",
@@ -112,7 +112,7 @@ class LocalFederation:
             self._s3 = LocalS3(self.data_dir / "s3", log=self.data_dir / "s3rver.log").start()
             minting = self._minting()
             self.gateways.append(minting)
-            for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
+            for name, port in zip(self.archive_names, self.archive_ports, strict=True):
                 self.gateways.append(self._archive(name, port, minting.url))
             self.gateways.append(self._resolver())
             for gateway in self.gateways:
@@ -121,7 +121,7 @@ class LocalFederation:
             if self.demo:
                 from ibi_tools.local.demo import ensure_demo
 
-                archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports)
+                archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports[:2])
                 self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)
         except BaseException:
             self.stop()
@@ -147,6 +147,11 @@ class LocalFederation:
                 )
             )
         return watched
+
+    @property
+    def archive_names(self) -> tuple[str, ...]:
+        """archive-a, archive-b (and archive-c when three ports are given)."""
+        return ARCHIVES[: len(self.archive_ports)]
 
     @property
     def resolver_url(self) -> str:
@@ -196,7 +201,7 @@ class LocalFederation:
         from ibi.client import ArchiveClient, ResolverClient, switch_archive
 
         resolver = ResolverClient(self.resolver_url, sign=False, retries=10)
-        for name, port in zip(ARCHIVES, self.archive_ports, strict=True):
+        for name, port in zip(self.archive_names, self.archive_ports, strict=True):
             archive = ArchiveClient(f"http://127.0.0.1:{port}", sign=False, retries=10)
             key = self.registration_key(name)
             service = archive.service()["archiveserviceibi"]

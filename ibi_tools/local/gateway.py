@@ -68,6 +68,7 @@ def build_event(
             cookies.extend(part.strip() for part in value.split(";") if part.strip())
             continue
         merged[key] = f"{merged[key]},{value}" if key in merged else value
+    merged["x-forwarded-proto"] = "http"  # as API Gateway says https: the scheme served here
     query: dict[str, str] = {}
     for name, value in parse_qsl(split.query, keep_blank_values=True):
         query[name] = f"{query[name]},{value}" if name in query else value

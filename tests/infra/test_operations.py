@@ -26,6 +26,7 @@ PUBLISHED = {
         "Resolution504",
         "Resolution302",
         "RegistrationGuessCap",
+        "TwoOriginals",
     },
 }
 
@@ -145,6 +146,7 @@ def test_no_4xx_alarm_for_the_iam_apis(archive_synthesized: Synthesized[ArchiveS
         ("archive", "IntegrityProblems", 1),
         ("resolver", "Resolution504", 5),
         ("resolver", "Resolution409", 1),
+        ("resolver", "TwoOriginals", 1),
         ("resolver", "ArchiveFailures", 50),
         ("resolver", "RegistrationGuessCap", 1),
     ],

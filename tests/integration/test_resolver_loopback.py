@@ -55,6 +55,16 @@ def get(
 
 @pytest.fixture
 def resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
+    yield from _resolver(dynalite_endpoint, tmp_path)
+
+
+@pytest.fixture
+def patient_resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
+    """A grace of 500 ms: two fast Archives on a busy machine both answer within it."""
+    yield from _resolver(dynalite_endpoint, tmp_path, IBI_ORIGINAL_GRACE_MS="500")
+
+
+def _resolver(dynalite_endpoint: Any, tmp_path: Path, **more: str) -> Iterator[str]:
     dynalite, client = dynalite_endpoint
     ensure_table(client, "resolver")
     settings = ResolverSettings.from_environment(
@@ -64,6 +74,7 @@ def resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
             "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
             "IBI_ARCHIVE_TIMEOUT_SECONDS": "1",
             "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
+            **more,
         }
     )
 
@@ -129,6 +140,9 @@ def test_seed_8_1_redirect_and_acknowledgment(resolver: str) -> None:
         assert ack["urlkey"] == "1427244889-5349022633744855"
         assert ack["url"] == "http://a.example/doc.pdf" and ack["state"] == "Original"
         assert ack["url.persistent"].endswith(f"/{ITEM.lower()}")
+        # Served over plain http (the local gateway), so said with http (issue 12, item 12).
+        assert ack["url.persistent"] == f"{resolver}/{ITEM.lower()}"
+        assert ack["url.persistent"].startswith("http://127.0.0.1:")
         assert not b.acknowledgments
 
 
@@ -378,3 +392,145 @@ def test_an_archive_configured_to_join_switches_itself_on(
         assert archive["address"] == f"127.0.0.1:{port}"
     finally:
         gateway.shutdown()
+
+
+# ---------------------------------------------------------------------------- issue 12
+
+COPY_OF = "LK47B6W/362SFKH"  # service IBIs of three Archives
+ORIGINAL_AT = "8JMKD3MGP8W/3FSUP4L"
+THIRD = "LK47B6W/362SFKJ"
+
+
+def test_last_edition_follows_the_originals_chain_past_copies(resolver: str) -> None:
+    """Item 1: the original of ITEM in a leads to NEXT (held in b); b and c hold copies of
+    ITEM that call themselves the last edition. `ITEM!` is NEXT, every time."""
+    original = f"archiveaddress a\nibi {{ibip {ITEM}}}\nibi.nextedition {{rep {NEXT}}}\n"
+
+    def copy_claiming_last(where: str) -> str:
+        return (
+            f"archiveaddress {where}\nibi {{ibip {ITEM}}}\nibi.lastedition {{ibip {ITEM}}}\n"
+            f"url.lastedition http://{where}.example/copy\nstate.lastedition Copy\n"
+            "contenttype.lastedition Data\nurlkey 1427244889-5349022633744855\n"
+        )
+
+    next_is_last = (
+        f"archiveaddress b\nibi {{rep {NEXT}}}\nibi.lastedition {{rep {NEXT}}}\n"
+        "url.lastedition http://b.example/next\nstate.lastedition Original\n"
+        "contenttype.lastedition Data\nurlkey 1427244889-5349022633744856\n"
+    )
+    a = FakeArchive(ORIGINAL_AT, {ITEM: original}, delay=0.2)  # the slowest to answer
+    b = FakeArchive(COPY_OF, {ITEM: copy_claiming_last("b"), NEXT: next_is_last})
+    c = FakeArchive(THIRD, {ITEM: copy_claiming_last("c")})
+    with serving(a, b, c):
+        include(resolver, a, b, c)
+        for _ in range(4):
+            status, headers, _ = get(f"{resolver}/{ITEM}!")
+            assert (status, headers["location"]) == (302, "http://b.example/next")
+        assert [r["parsedibiurl.ibi"] for r in a.requests[:2]] == [ITEM, NEXT]
+
+
+def test_a_slow_original_does_not_hold_a_plain_resolution(resolver: str) -> None:
+    """Item 7: the Copy answers at once, the Original in 0.8 s (timeout 1 s): the Copy is
+    selected without waiting for the Original (seed 001 §6: the first non-empty answer)."""
+    slow = FakeArchive(
+        ORIGINAL_AT, {ITEM: holding(ITEM, "http://slow.example/original")}, delay=0.8
+    )
+    fast = FakeArchive(COPY_OF, {ITEM: holding(ITEM, "http://fast.example/copy", state="Copy")})
+    with serving(slow, fast):
+        include(resolver, slow, fast)
+        status, headers, _ = get(f"{resolver}/{ITEM}")
+        assert (status, headers["location"]) == (302, "http://fast.example/copy")
+        # With the original required, every claim is still waited for.
+        status, headers, _ = get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")
+        assert (status, headers["location"]) == (302, "http://slow.example/original")
+
+
+def test_two_originals_keep_the_302_and_say_so(patient_resolver: str) -> None:
+    """Item 8: both Archives claim the original; the redirect names them in IBI-Conflict."""
+    a = FakeArchive(ORIGINAL_AT, {ITEM: holding(ITEM, "http://a.example/x")})
+    b = FakeArchive(COPY_OF, {ITEM: holding(ITEM, "http://b.example/x")})
+    c = FakeArchive(THIRD, {ITEM: holding(ITEM, "http://c.example/x", state="Copy")})
+    with serving(a, b, c):
+        include(patient_resolver, a, b, c)
+        for _ in range(4):  # every worker: full rounds, never a hint for a doubted IBI
+            status, headers, _ = get(f"{patient_resolver}/{ITEM}")
+            assert status == 302
+            assert headers["location"] in {"http://a.example/x", "http://b.example/x"}
+            conflict = headers["ibi-conflict"]
+            assert conflict.startswith(f'two-originals; ibi="{ITEM}"; archives="')
+            assert ORIGINAL_AT in conflict and COPY_OF in conflict and THIRD not in conflict
+        status, headers, _ = get(f"{patient_resolver}/{NEXT}")
+        assert "ibi-conflict" not in headers  # nobody holds it: a 404, and nothing to say
+
+
+def test_file_paths_are_sent_path_absolute(resolver: str) -> None:
+    """Item 9: Table 6.9's parsedibiurl.filepath is path-absolute ("/reference.bib")."""
+    a = FakeArchive(ORIGINAL_AT, {ITEM: holding(ITEM, "http://a.example/sub/b.txt")})
+    with serving(a):
+        include(resolver, a)
+        assert get(f"{resolver}/{ITEM}/sub/b.txt")[0] == 302
+        assert a.requests[-1]["parsedibiurl.filepath"] == "/sub/b.txt"
+
+
+def test_a_bare_plus_finds_pt_br_for_a_reader_of_pt(resolver: str) -> None:
+    """Item 10: Accept-Language pt, or pt-PT then pt, with a pt-BR translation elsewhere."""
+    translated = "LK47B6W/362SFKK"
+    item = holding(
+        ITEM,
+        "http://a.example/en.pdf",
+        extra=(
+            f"url.translation(en) http://a.example/en.pdf\nstate.translation(en) Original\n"
+            f"ibi.translation(pt-BR) {{ibip {translated}}}\n"
+        ),
+    )
+    a = FakeArchive(ORIGINAL_AT, {ITEM: item})
+    b = FakeArchive(COPY_OF, {translated: holding(translated, "http://b.example/pt-br.pdf")})
+    with serving(a, b):
+        include(resolver, a, b)
+        for language in ("pt", "pt-PT,pt;q=0.9"):
+            status, headers, _ = get(f"{resolver}/{ITEM}+", language=language)
+            assert (status, headers["location"]) == (302, "http://b.example/pt-br.pdf")
+        status, headers, _ = get(f"{resolver}/{ITEM}+", language="en")
+        assert headers["location"] == "http://a.example/en.pdf"
+
+
+def test_alert_pages_name_the_persistent_url_with_the_scheme_served(resolver: str) -> None:
+    """Item 12: the local gateway serves http, so the alert does not say https."""
+    a = FakeArchive(ORIGINAL_AT)
+    with serving(a):
+        include(resolver, a)
+        status, _, body = get(f"{resolver}/{ITEM}", accept="text/plain")
+        assert status == 404
+        assert f"Persistent URL: {resolver}/{ITEM}" in body and "https://" not in body
+
+
+def test_the_transport_waits_the_grace_for_slower_answers() -> None:
+    """The round goes on ``grace`` seconds after the first answer that is enough."""
+    from functions.resolver.network import (
+        AddressPolicy,
+        ArchiveTransport,
+        Endpoint,
+        Request,
+        Result,
+    )
+
+    fast = FakeArchive(ORIGINAL_AT, {ITEM: holding(ITEM, "http://fast.example/x")})
+    slower = FakeArchive(COPY_OF, {ITEM: holding(ITEM, "http://slower.example/x")}, delay=0.3)
+    transport = ArchiveTransport(AddressPolicy(("127.0.0.0/8",)))
+    with serving(fast, slower):
+        requests: dict[str, Request | None] = {
+            a.service_ibi: Request(
+                Endpoint.parse(a.address, "HTTP"), a.service_ibi, [("parsedibiurl.ibi", ITEM)]
+            )
+            for a in (fast, slower)
+        }
+        for grace, expected in ((0.0, Result.NOT_NEEDED), (5.0, Result.ANSWERED)):
+            outcomes = transport.ask_all(
+                requests,
+                timeout=10.0,
+                deadline=time.monotonic() + 20.0,
+                enough=lambda pairs: pairs.word("url") == "http://fast.example/x",
+                grace=grace,
+            )
+            by_key = {o.key: o.result for o in outcomes}
+            assert by_key == {ORIGINAL_AT: Result.ANSWERED, COPY_OF: expected}, grace

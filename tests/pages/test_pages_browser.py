@@ -95,4 +95,5 @@ def test_a_script_in_a_malformed_url_is_shown_not_run(browser: Any, resolver: st
 def test_pages_carry_a_strict_csp(resolver: str) -> None:
     with urllib.request.urlopen(resolver + "/", timeout=10) as response:
         policy = response.headers["Content-Security-Policy"]
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert "default-src 'none'" in policy and "unsafe-inline" not in policy

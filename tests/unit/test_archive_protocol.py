@@ -92,7 +92,7 @@ def answer(label: str, *items: Item, relations: list[Relation], **options: objec
         identity=IDENTITY,
         views=URLibViews(),
         relations=relations,
-        urlkey=lambda: "1426387214-9164566186556927",
+        urlkey=lambda targets: "1426387214-9164566186556927",
         **options,  # type: ignore[arg-type]
     )
     # What goes on the wire must read back as the same pair list.

@@ -11,7 +11,7 @@ import pytest
 from functions.resolver.acknowledgments import Acknowledgments
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut, LocationHints
-from functions.resolver.resolution import Found, Resolver
+from functions.resolver.resolution import Found, Patience, Resolver
 from ibi.core.pairlist import PairList
 from ibi.core.persistent_url import parse_persistent_url
 from tests.fakes_resolver import MemoryRegistry, ScriptedTransport
@@ -28,6 +28,9 @@ PAIRS = [("parsedibiurl.ibi", ITEM)]
 
 def enough(answer: PairList) -> bool:
     return answer.word("state") == "Original"
+
+
+ORIGINAL_ONLY = Patience(usable=enough, preferred=enough)
 
 
 def make(
@@ -84,17 +87,17 @@ def test_an_unusable_address_is_an_answerless_archive_not_a_request() -> None:
 
 def test_archives_not_needed_are_left_out_of_the_answers() -> None:
     fanout, _, registry = make({A: ORIGINAL, B: ORIGINAL}, *ARCHIVES)
-    answers = fanout.ask(ITEM, PAIRS, enough)
+    answers = fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     assert [a.archive for a in answers] == [A]  # A settled the round; B and C not needed
     assert registry.notes == [(A, "answered")]
 
 
 def test_a_hint_asks_the_likely_archive_alone_first() -> None:
     fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
-    fanout.ask(ITEM, PAIRS, enough)
+    fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     assert transport.rounds == [[A, B, C]]  # no hint yet: everyone; C settles it
     transport.rounds.clear()
-    answers = fanout.ask(SAME_PREFIX, PAIRS, enough)  # same prefix: likely C again
+    answers = fanout.ask(SAME_PREFIX, PAIRS, ORIGINAL_ONLY)  # same prefix: likely C again
     assert transport.rounds == [[C]]
     assert [a.archive for a in answers] == [C]
     assert fanout.requests_made == 4
@@ -102,10 +105,10 @@ def test_a_hint_asks_the_likely_archive_alone_first() -> None:
 
 def test_a_missed_hint_asks_everyone_else_and_learns_again() -> None:
     fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
-    fanout.ask(ITEM, PAIRS, enough)
+    fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     transport.answers = {A: ORIGINAL}  # the item moved to A
     transport.rounds.clear()
-    answers = fanout.ask(ITEM, PAIRS, enough)
+    answers = fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     assert transport.rounds == [[C], [A, B]]
     assert [(a.archive, a.pairs is not None) for a in answers] == [(C, False), (A, True)]
     assert fanout.hints.likely(ITEM) == A
@@ -113,16 +116,16 @@ def test_a_missed_hint_asks_everyone_else_and_learns_again() -> None:
 
 def test_no_hint_when_every_claim_must_be_seen() -> None:
     fanout, transport, _ = make({C: ORIGINAL}, *ARCHIVES)
-    fanout.ask(ITEM, PAIRS, enough)
+    fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     transport.rounds.clear()
-    fanout.ask(ITEM, PAIRS, None)  # enough is None: required original, or a bare "+"
+    fanout.ask(ITEM, PAIRS, None)  # patience is None: required original, or a bare "+"
     assert transport.rounds == [[A, B, C]]
 
 
 def test_a_hint_to_an_archive_no_longer_included_is_ignored() -> None:
     fanout, transport, _ = make({A: ORIGINAL}, ARCHIVES[0], ARCHIVES[1])
     fanout.hints.learn(ITEM, C)
-    fanout.ask(ITEM, PAIRS, enough)
+    fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     assert transport.rounds == [[A, B]]
 
 
@@ -192,3 +195,114 @@ def test_an_acknowledgment_goes_to_the_archive_that_gave_the_url(
     assert dict(pairs)["servicesubject"] == "acknowledgment"
     assert dict(pairs)["urlkey"] == "1427244889-5349022633744855"
     assert ("acknowledgment failed" in caplog.text) is logged
+
+
+# ---------------------------------------------------------------------------- issue 12
+
+COPY = (
+    f"ibi {{ibip {ITEM}}}\nstate Copy\ncontenttype Data\nurl http://b.example/copy.pdf\n"
+    "urlkey 1427244889-5349022633744856"
+)
+OTHER_ORIGINAL = ORIGINAL.replace("a.example", "b.example")
+
+
+def slow_and_fast(
+    answers: dict[str, str | Exception], delays: dict[str, float], *, grace: float
+) -> tuple[FanOut, ScriptedTransport, MemoryRegistry]:
+    """Archives answering on the fake clock of ScriptedTransport (seconds)."""
+    fanout, transport, registry = make(answers, *ARCHIVES)
+    transport.delays = delays
+    fanout.grace = grace
+    return fanout, transport, registry
+
+
+def test_a_slow_original_is_not_waited_for_past_the_grace() -> None:
+    """Issue 12, item 7: a plain resolution takes the fast Copy; the slow Original's answer
+    is not awaited (not needed), however long its timeout."""
+    fanout, _, registry = slow_and_fast({A: ORIGINAL, B: COPY}, {A: 0.9, B: 0.001}, grace=0.05)
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found) and found.url == "http://b.example/copy.pdf"
+    assert (A, "answered") not in registry.notes  # its outcome: not needed
+    assert fanout.hints.likely(ITEM) is None  # a copy is no hint: the original may be elsewhere
+
+
+def test_an_original_within_the_grace_is_preferred_to_a_copy() -> None:
+    fanout, _, _ = slow_and_fast({A: ORIGINAL, B: COPY}, {A: 0.03, B: 0.001}, grace=0.05)
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found) and found.url == "http://a.example/doc.pdf"
+    assert fanout.hints.likely(ITEM) == A
+
+
+def test_without_grace_the_first_usable_answer_wins() -> None:
+    fanout, _, _ = slow_and_fast({A: ORIGINAL, B: COPY}, {A: 0.03, B: 0.001}, grace=0.0)
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found) and found.url == "http://b.example/copy.pdf"
+
+
+def test_two_originals_are_heard_named_and_never_hinted() -> None:
+    """Issue 12, item 8: both claims within the grace; the IBI is asked of everyone after."""
+    fanout, transport, _ = slow_and_fast(
+        {A: ORIGINAL, B: OTHER_ORIGINAL}, {A: 0.001, B: 0.01}, grace=0.05
+    )
+    resolver = Resolver(fanout.for_request("r"))
+    found = resolver.resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found) and found.url == "http://a.example/doc.pdf"
+    assert [c.archives for c in found.conflicts] == [(A, B)]
+    assert fanout.hints.likely(ITEM) is None
+    fanout.hints.learn(SAME_PREFIX, A)  # even with a hint for its prefix
+    transport.rounds.clear()
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert transport.rounds == [[A, B, C]]
+    assert isinstance(found, Found) and len(found.conflicts) == 1
+
+
+def test_the_conflict_is_a_response_header_and_a_metric() -> None:
+    from functions.resolver import resolving
+    from functions.resolver.resolving import Lookup, Redirect, ResolvingService
+
+    fanout, transport, _ = slow_and_fast(
+        {A: ORIGINAL, B: OTHER_ORIGINAL}, {A: 0.001, B: 0.01}, grace=0.05
+    )
+    acknowledgments = Acknowledgments(
+        transport,
+        fanout.directory,
+        timeout=1.0,
+        pool=InlinePool(),  # type: ignore[arg-type]
+    )
+    service = ResolvingService(fanout, acknowledgments)
+    resolving.metrics.clear_metrics()
+    url = parse_persistent_url(f"/{ITEM}")
+    redirect = service.resolve(Lookup(url, f"http://r.example/{ITEM}", "1.2.3.4", "c-1"))
+    assert isinstance(redirect, Redirect) and redirect.url == "http://a.example/doc.pdf"
+    assert redirect.headers == {"IBI-Conflict": f'two-originals; ibi="{ITEM}"; archives="{A} {B}"'}
+    assert resolving.metrics.metric_set["TwoOriginals"]["Value"] == [1.0]
+    transport.answers[B] = COPY  # one original again: no header, nothing counted
+    resolving.metrics.clear_metrics()
+    redirect = service.resolve(Lookup(url, f"http://r.example/{ITEM}", "1.2.3.4", "c-2"))
+    assert isinstance(redirect, Redirect) and redirect.headers == {}
+    assert "TwoOriginals" not in resolving.metrics.metric_set
+    resolving.metrics.clear_metrics()
+
+
+@pytest.mark.parametrize(
+    ("value", "grace"), [(None, 0.05), ("", 0.05), ("0", 0.0), ("120", 0.12), ("999", 0.999)]
+)
+def test_the_grace_is_a_setting_in_milliseconds(value: str | None, grace: float) -> None:
+    from functions.resolver.settings import ResolverSettings
+
+    env = {"IBI_RESOLVER_TABLE": "t", "IBI_PEPPER_FILE": "/p"}
+    if value is not None:
+        env["IBI_ORIGINAL_GRACE_MS"] = value
+    assert ResolverSettings.from_environment(env).original_grace == grace
+
+
+@pytest.mark.parametrize("value", ["-1", "1001", "50.5", "soon"])
+def test_a_grace_out_of_bounds_is_refused(value: str) -> None:
+    from functions.resolver.settings import ConfigurationError, ResolverSettings
+
+    env = {"IBI_RESOLVER_TABLE": "t", "IBI_PEPPER_FILE": "/p", "IBI_ORIGINAL_GRACE_MS": value}
+    with pytest.raises(ConfigurationError, match="IBI_ORIGINAL_GRACE_MS"):
+        ResolverSettings.from_environment(env)
+    short = {**env, "IBI_ORIGINAL_GRACE_MS": "500", "IBI_ARCHIVE_TIMEOUT_SECONDS": "0.5"}
+    with pytest.raises(ConfigurationError, match="under IBI_ARCHIVE_TIMEOUT_SECONDS"):
+        ResolverSettings.from_environment(short)

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 import boto3
@@ -34,6 +35,7 @@ from functions.archive.service import ArchiveService
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore, ensure_table
 from functions.archive.views import oai_dc
+from ibi.core.pairlist import parse_pair_list
 from tests.fakes import FakeClock
 from tests.fakes_archive import MemoryMinter
 from tests.fuzzing import (
@@ -113,7 +115,8 @@ TRANSFER_FIELDS = {"to": st.just("https://archive.example.org") | texts, "leave"
 ANY_FIELDS = {**ITEM_FIELDS, **FILE_FIELDS, **LINK_FIELDS, **TRANSFER_FIELDS, "reason": texts}
 ROUTE_BODIES: dict[tuple[str, str], st.SearchStrategy[Any]] = {
     ("POST", "/api/items"): mutations(DEPOSIT, ITEM_FIELDS),
-    ("POST", "/api/copies"): mutations(DEPOSIT, ITEM_FIELDS),
+    ("POST", "/api/copies"): mutations(DEPOSIT, {**ITEM_FIELDS, "original_files": files}),
+    ("POST", "/api/transfers"): mutations(DEPOSIT, {**ITEM_FIELDS, "accesses": numbers}),
     ("POST", "/api/imports"): mutations(DEPOSIT, ANY_FIELDS),
     ("PATCH", "/api/item"): mutations({"listable": True}, ITEM_FIELDS),
     ("POST", "/api/item/links"): mutations({"next_edition": LEGACY}, LINK_FIELDS),
@@ -417,6 +420,95 @@ def test_the_service_protocol_never_fails_with_a_500(archive: S3FileStore, query
     request = event("GET", f"/{SERVICE.key}", query)
     answer = check_answer(lambda_handler, request, json_api=False)
     assert answer["headers"]["Content-Type"].startswith("text/plain")
+
+
+# The protocol's own inputs, built as a resolver (or a confused one) sends them: verb lists in
+# any order, with parameters good and bad, separated by spaces or '+'; modifiers where verbs
+# belong; file paths with and without their leading slash; IBIs in both forms; the pairs of an
+# acknowledgment (issue 12, finding 6).
+VERBS = [
+    "GetLastEdition",
+    "GetTranslation",
+    "GetTranslation(pt-BR)",
+    "GetTranslation(pt)",
+    "GetTranslation(xx-yy-zz)",
+    "GetTranslation()",
+    "GetMetadata",
+    "GetMetadata(oai_dc)",
+    "GetMetadata(marc)",
+    "GetFileList",
+    "getlastedition",
+    "GetNothing",
+    "!",
+    ":(oai_dc)",
+    "+(pt-BR)",
+    ".lastedition",
+]
+verb_lists = st.builds(
+    lambda verbs, separator: separator.join(verbs),
+    st.lists(st.sampled_from(VERBS) | texts, max_size=5),
+    st.sampled_from([" ", "+", "  ", " + ", ","]),
+)
+PROTOCOL_PAIRS: dict[str, st.SearchStrategy[str]] = {
+    "servicesubject": st.sampled_from(["urlRequest", "acknowledgment"]) | texts,
+    "clientinformation.ipaddress": st.sampled_from(["1.2.3.4", "1.2.3.4 5.6.7.8", ""]) | texts,
+    "parsedibiurl.ibi": st.sampled_from(LABELS) | texts,
+    "parsedibiurl.verblist": verb_lists,
+    "parsedibiurl.filepath": st.sampled_from(["/hello.txt", "hello.txt", "//", "/../x", ""])
+    | texts,
+    "urlkey": st.sampled_from(["1426387214-9164566186556927", ""]) | texts,
+    "url": st.sampled_from([f"https://api.example.org/col/{ITEM}/hello.txt"]) | texts,
+    "ibi": st.sampled_from([f"ibip {ITEM}", ITEM, "rep"]) | texts,
+}
+
+
+@st.composite
+def protocol_requests(draw: st.DrawFn) -> str:
+    names = draw(st.lists(st.sampled_from(sorted(PROTOCOL_PAIRS)), max_size=8))
+    pairs = [("servicesubject", draw(PROTOCOL_PAIRS["servicesubject"]))]
+    pairs += [(name, draw(PROTOCOL_PAIRS[name], label=name)) for name in names]
+    return "&".join(
+        f"{quote(k, errors='surrogatepass')}={quote(v, safe=' /', errors='surrogatepass')}"
+        for k, v in pairs
+    )
+
+
+@FUZZ_MORE
+@given(query=protocol_requests())
+def test_every_protocol_request_gets_a_pair_list_never_a_500(
+    archive: S3FileStore, query: str
+) -> None:
+    request = event("GET", f"/{SERVICE.key}", query)
+    answer = check_answer(lambda_handler, request, json_api=False)
+    assert answer["headers"]["Content-Type"].startswith("text/plain")
+    assert answer["statusCode"] in {200, 400}, answer["body"]
+    text = answer["body"]
+    if answer["statusCode"] == 400:
+        assert text.startswith("error {") or text.startswith("error "), text
+    else:
+        parse_pair_list(text)  # whatever was asked, a pair list of the spec
+        if "servicesubject=acknowledgment" in query.split("&"):
+            assert text.strip() == "notice {acknowledgment received}"
+
+
+@pytest.mark.parametrize(
+    "verbs",
+    [
+        "GetMetadata GetLastEdition",
+        "GetMetadata+GetTranslation+GetLastEdition",
+        "! :",
+        "GetFileList GetFileList GetMetadata GetMetadata",
+    ],
+)
+def test_a_verb_order_outside_the_14_modifiers_is_refused_with_an_error_pair(
+    archive: S3FileStore, verbs: str
+) -> None:
+    query = (
+        "servicesubject=urlRequest&clientinformation.ipaddress=1.2.3.4"
+        f"&parsedibiurl.ibi={ITEM}&parsedibiurl.verblist={quote(verbs)}"
+    )
+    answer = check_answer(lambda_handler, event("GET", f"/{SERVICE.key}", query), json_api=False)
+    assert answer["statusCode"] == 400 and parse_pair_list(answer["body"]).words("error")
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from ibi.core.relations import (
     Verb,
     format_verb_list,
     hops,
+    involves_editions,
     language_tag,
     metadata_format,
     next_hop,
@@ -33,6 +34,7 @@ from ibi.core.relations import (
     parse_relation,
     parse_verb,
     parse_verb_list,
+    present_hops,
     relation_for_verbs,
     relation_pair_index,
     union_of_verbs,
@@ -538,6 +540,29 @@ def test_next_hop_keeps_the_answers_spelling_and_skips_empty_values() -> None:
         [("ibi.lastedition", ""), ("ibi.nextedition", ["rep", "a.b/c/2012/07.12.18.08"])]
     )
     assert next_hop(Relation((LE,)), empty) == Hop("ibi.nextedition", Relation((LE,)))
+
+
+def test_present_hops_lists_every_way_onward_best_first() -> None:
+    """The resolver weighs all of them (issue 12: a copy naming itself as its last edition
+    and the original's ibi.nextedition are both hops of `!`)."""
+    answer = PairList(
+        [
+            ("ibi.lastedition", ["ibip", "LK47B6W/362SFKH"]),
+            ("ibi.nextedition", ["rep", "a.b/c/2012/07.12.18.08"]),
+        ]
+    )
+    assert present_hops(Relation((LE,)), answer) == (
+        Hop("ibi.lastedition", ITEM_ITSELF),
+        Hop("ibi.nextedition", Relation((LE,))),
+    )
+    assert present_hops(ITEM_ITSELF, answer) == ()
+    assert present_hops(Relation((T_PT,)), answer) == ()
+
+
+def test_relations_that_involve_editions() -> None:
+    assert involves_editions(Relation((LE,))) and involves_editions(Relation((T_PT, LE)))
+    assert involves_editions(LAST_OAI)
+    assert not involves_editions(ITEM_ITSELF) and not involves_editions(Relation((T_PT,)))
 
 
 # ---------------------------------------------------------------------------- properties

@@ -11,9 +11,13 @@ from functions.resolver.resolution import (
     Alert,
     ArchiveAnswer,
     Found,
+    Patience,
     Resolver,
+    choose_language,
     lookup,
     parse_accept_language,
+    patience,
+    prefix_match,
 )
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, parse_pair_list
@@ -271,9 +275,20 @@ def test_chasing_is_bounded_and_never_asks_twice() -> None:
 def test_file_path_and_file_list_are_forwarded() -> None:
     archives = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Original", "http://a/reference.bib")})
     resolve(archives, "/LK47B6W/362SFKH/reference.bib")
-    assert archives.requests[0][1]["parsedibiurl.filepath"] == "reference.bib"
+    # Table 6.9: path-absolute, as its example "/reference.bib" (issue 12, item 9).
+    assert archives.requests[0][1]["parsedibiurl.filepath"] == "/reference.bib"
+    resolve(archives, "/LK47B6W/362SFKH/sub/b%20c.txt")
+    assert archives.requests[1][1]["parsedibiurl.filepath"] == "/sub/b c.txt"
     resolve(archives, "/LK47B6W/362SFKH?ibiurl.verblist=GetFileList")
-    assert archives.requests[1][1]["parsedibiurl.verblist"] == "GetFileList"
+    assert archives.requests[2][1]["parsedibiurl.verblist"] == "GetFileList"
+    assert "parsedibiurl.filepath" not in archives.requests[2][1]
+
+
+def test_a_missing_file_is_named_once_with_its_slash() -> None:
+    archives = FakeArchives({(A, "LK47B6W/362SFKH"): "ibi {ibip LK47B6W/362SFKH}\nstate Original"})
+    alert = resolve(archives, "/LK47B6W/362SFKH/sub/b.txt")
+    assert isinstance(alert, Alert) and alert.status == 404
+    assert "(the item /sub/b.txt)" in alert.message
 
 
 def test_accept_language_lookup() -> None:
@@ -298,14 +313,18 @@ def test_languages_are_read_from_compound_relations() -> None:
     assert languages_offered([pairs]) == ["en", "pt-BR"]
 
 
-def test_an_original_with_the_url_settles_a_round_early_unless_all_must_be_seen() -> None:
+def test_the_first_usable_answer_may_end_a_round_unless_all_must_be_seen() -> None:
+    """Seed 001 §6: outside a required original, the first non-empty answer will do (after
+    the fan-out's short grace); the original's answer is the preferred one (issue 12, item 7)."""
     archives = FakeArchives({(A, "LK47B6W/362SFKH"): answer("Original", "http://a/x")})
     resolve(archives, "/LK47B6W/362SFKH")
-    enough = archives.enough[-1]
-    assert callable(enough)
-    assert enough(parse_pair_list(answer("Original", "http://a/x")))
-    assert not enough(parse_pair_list(answer("Copy", "http://a/x")))
-    assert not enough(parse_pair_list(answer("Original", None)))
+    wait = archives.enough[-1]
+    assert isinstance(wait, Patience)
+    assert wait.usable(parse_pair_list(answer("Original", "http://a/x")))
+    assert wait.usable(parse_pair_list(answer("Copy", "http://a/x")))  # a Copy ends it too
+    assert not wait.usable(parse_pair_list(answer("Original", None)))
+    assert wait.preferred(parse_pair_list(answer("Original", "http://a/x")))
+    assert not wait.preferred(parse_pair_list(answer("Copy", "http://a/x")))
     resolve(archives, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
     assert archives.enough[-1] is None  # two claimed originals must still be caught
     resolve(archives, "/LK47B6W/362SFKH+", "en")
@@ -358,3 +377,124 @@ def test_bare_plus_with_filtering_archives(accept: str | None, expected: str) ->
     )
     found = resolve(archives, "/LK47B6W/362SFKH+", accept)
     assert isinstance(found, Found) and found.url == expected
+
+
+# ---------------------------------------------------------------------------- issue 12
+
+ITEM, NEXT = "LK47B6W/362SFKH", "LK47B6W/362SFKJ"
+# What the Archives answer to `!` (GetLastEdition), FILTERed as the real Archive does.
+ORIGINAL_LEADS_ON = (  # the original of ITEM: its next edition is held elsewhere
+    f"archiveaddress a\nibi {{ibip {ITEM}}}\nibi.nextedition {{ibip {NEXT}}}"
+)
+COPY_CLAIMS_LAST = (  # a copy of ITEM that knows no link: it calls itself the last edition
+    f"archiveaddress b\nibi {{ibip {ITEM}}}\nibi.lastedition {{ibip {ITEM}}}\n"
+    "url.lastedition http://b/copy-of-item\nstate.lastedition Copy\n"
+    "contenttype.lastedition Data\nurlkey 1234567890-1234567890"
+)
+NEXT_IS_LAST = (
+    f"archiveaddress b\nibi {{ibip {NEXT}}}\nibi.lastedition {{ibip {NEXT}}}\n"
+    "url.lastedition http://b/next\nstate.lastedition Original\n"
+    "contenttype.lastedition Data\nurlkey 1234567890-1234567891"
+)
+
+
+@pytest.mark.parametrize(("original", "copy"), [(A, B), (B, A)])  # either answers first
+def test_last_edition_follows_the_originals_chain_not_a_copys_claim(
+    original: str, copy: str
+) -> None:
+    """Issue 12, item 1: original in a, next edition and a copy of the item in b."""
+    archives = FakeArchives(
+        {
+            (original, ITEM): ORIGINAL_LEADS_ON,
+            (copy, ITEM): COPY_CLAIMS_LAST,
+            (copy, NEXT): NEXT_IS_LAST,
+        }
+    )
+    found = resolve(archives, f"/{ITEM}!")
+    assert isinstance(found, Found) and found.url == "http://b/next"
+    assert found.hops == 1 and found.answer.archive == copy
+    assert [ibi for ibi, _ in archives.requests] == [ITEM, NEXT]
+    found = resolve(archives, f"/{ITEM}!:")  # same chain for the last edition's metadata
+    assert archives.requests[-1][0] == NEXT
+
+
+def test_last_edition_the_originals_own_answer_comes_first() -> None:
+    own = (
+        f"ibi {{ibip {ITEM}}}\nibi.lastedition {{ibip {ITEM}}}\nurl.lastedition http://a/item\n"
+        "state.lastedition Original\nurlkey 1234567890-1234567890"
+    )
+    odd_copy = f"ibi {{ibip {ITEM}}}\nibi.nextedition {{ibip {NEXT}}}"  # a link the original lacks
+    archives = FakeArchives({(A, ITEM): odd_copy, (B, ITEM): own, (B, NEXT): NEXT_IS_LAST})
+    found = resolve(archives, f"/{ITEM}!")
+    assert isinstance(found, Found) and found.url == "http://a/item" and found.hops == 0
+
+
+def test_last_edition_a_copys_claim_serves_when_the_original_is_silent() -> None:
+    archives = FakeArchives({(B, ITEM): COPY_CLAIMS_LAST}, dead=[A])
+    found = resolve(archives, f"/{ITEM}!")
+    assert isinstance(found, Found) and found.url == "http://b/copy-of-item"
+
+
+def test_a_copys_claim_to_be_the_last_edition_never_ends_a_round_early() -> None:
+    wait = patience(parse_persistent_url(f"/{ITEM}!").relation, ITEM, required_original=False)
+    assert wait is not None
+    assert not wait.usable(parse_pair_list(COPY_CLAIMS_LAST))
+    assert wait.usable(parse_pair_list(ORIGINAL_LEADS_ON))  # the chain goes on: chase it
+    own = COPY_CLAIMS_LAST.replace("state.lastedition Copy", "state.lastedition Original")
+    assert wait.usable(parse_pair_list(own)) and wait.preferred(parse_pair_list(own))
+    assert not wait.preferred(parse_pair_list(COPY_CLAIMS_LAST))
+
+
+def test_two_originals_without_requirement_redirect_and_say_so() -> None:
+    """Issue 12, item 8: the 302 stays; the result names the Archives claiming the original."""
+    archives = FakeArchives(
+        {
+            (A, ITEM): answer("Original", "http://a/x"),
+            (B, ITEM): answer("Original", "http://b/x"),
+            (C, ITEM): answer("Copy", "http://c/x"),
+        }
+    )
+    found = resolve(archives, f"/{ITEM}")
+    assert isinstance(found, Found) and found.url == "http://a/x"
+    [conflict] = found.conflicts
+    assert (conflict.ibi, conflict.archives) == (ITEM, (A, B))
+    one = FakeArchives(
+        {(A, ITEM): answer("Original", "http://a/x"), (B, ITEM): answer("Copy", "http://b/x")}
+    )
+    found = resolve(one, f"/{ITEM}")
+    assert isinstance(found, Found) and found.conflicts == ()
+
+
+PT_BR = (
+    "ibi {ibip LK47B6W/362SFKH}\nstate Original\nurl http://a/item.pdf\n"
+    "url.translation(en) http://a/item.pdf\nstate.translation(en) Original\n"
+    "ibi.translation(pt-BR) {ibip LK47B6W/362SFKJ}\nurlkey 1234567890-1234567890"
+)
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("pt", "http://b/pt.pdf"),  # lookup finds no "pt"; "pt" is a prefix of pt-BR
+        ("pt-PT,pt;q=0.9", "http://b/pt.pdf"),
+        ("pt-PT", "http://b/pt.pdf"),  # the language alone, last
+        ("pt-PT,en;q=0.5", "http://a/item.pdf"),  # lookup finds en first: it wins
+        ("fr", "http://a/item.pdf"),
+    ],
+)
+def test_bare_plus_falls_back_to_the_best_prefix_match(accept: str, expected: str) -> None:
+    """Issue 12, item 10: `+` with Accept-Language pt and a pt-BR translation: Portuguese."""
+    archives = FakeArchives({(A, ITEM): PT_BR, (B, NEXT): PORTUGUESE})
+    found = resolve(archives, f"/{ITEM}+", accept)
+    assert isinstance(found, Found) and found.url == expected
+
+
+def test_language_choice_is_lookup_then_filtering() -> None:
+    assert prefix_match(["pt"], ["en", "pt-PT", "pt-BR"]) == "pt-BR"  # not by arrival order
+    assert prefix_match(["de", "pt"], ["en", "pt-BR"]) == "pt-BR"
+    assert prefix_match(["pt-BR"], ["pt-PT"]) == "pt-PT"
+    assert prefix_match(["fr"], ["en", "pt-BR"]) is None
+    assert choose_language("pt-BR, pt;q=0.9", ["pt", "pt-BR"]) == "pt-BR"
+    assert choose_language("pt", ["pt", "pt-BR"]) == "pt"
+    assert choose_language(None, ["pt-BR"]) is None
+    assert choose_language("*", ["pt-BR"]) is None

@@ -1,0 +1,63 @@
+"""The Archive's side of the holdings extension (``ibi/core/holdings.py``; docs/decisions.md).
+
+A ``urlRequest`` carrying ``extension.holdings=yes`` gets, besides its ordinary pairs, what
+this Archive holds of the item: only what a reader could already fetch here (the file list
+only for a listable item), nothing for a tombstone (its ``state Deleted`` says it all) nor
+for an item on its way in (the protocol answers nothing about it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from functions.archive.model import Forms, Item
+from ibi.core.holdings import REQUEST_PAIR, HeldFile, Link, Report, to_pairs
+from ibi.core.pairlist import PairList
+
+
+def _link(forms: Forms | None) -> Link | None:
+    return Link(ibi=forms.to_mapping()) if forms is not None else None
+
+
+def report_of(item: Item) -> Report:
+    """What a reader may see of ``item`` here, as the extension reports it."""
+    formats = []
+    if item.metadata is not None or item.dc:
+        formats.append("free")
+    if item.metadata_oai_dc is not None or item.dc:
+        formats.append("oai_dc")
+    return Report(
+        state=item.state.value,
+        timestamp=item.iso_timestamp,
+        language=item.language,
+        listable=item.listable,
+        files=tuple(HeldFile(f.path, f.sha256, f.size) for f in item.files)
+        if item.listable
+        else (),
+        file_count=len(item.files) if item.listable else 0,
+        default_file=item.default_file if item.listable else None,
+        metadata_formats=tuple(formats),
+        metadata=_link(item.metadata),
+        metadata_oai_dc=_link(item.metadata_oai_dc),
+        translations={
+            t.language: Link(ibi=t.ibi.to_mapping()) if t.ibi else Link(url=t.url)
+            for t in item.translations
+        },
+        dc=dict(item.dc),
+        damaged=tuple(item.damaged) if item.listable else (),
+        damaged_count=len(item.damaged),
+    )
+
+
+def with_holdings(pairs: PairList, item: Item | None, query: Mapping[str, str]) -> PairList:
+    """``pairs`` and, when the request asks for the extension, the item's ``holdings.…``.
+
+    An item with a damaged file gets an empty ordinary answer (no URL, so that no resolution
+    selects it); asked for its holdings, it still says what it holds and which files failed
+    their SHA-256, under its ``ibi``, so that its owner sees where the damage is.
+    """
+    name, value = REQUEST_PAIR
+    if item is None or item.deleted or item.pending or query.get(name) != value:
+        return pairs
+    named = pairs if "ibi" in pairs else [("ibi", tuple(item.ibi.words()))]
+    return PairList([*named, *to_pairs(report_of(item))])

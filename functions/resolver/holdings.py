@@ -1,0 +1,360 @@
+"""The holdings view: who holds an IBI, in what state, and do their bytes agree?
+
+``GET /holdings/<ibi>`` asks every included Archive at once, through the resolution's own
+fan-out (registered Archives only, the address policy, the answer cap, the per-Archive timeout),
+one ``urlRequest`` that also carries the holdings extension (``ibi/core/holdings.py``). Each
+Archive's answer becomes a :class:`Holding`; the verdict compares them: every copy's files
+against the original's (path, SHA-256, size), two or more claimed originals, the chain of next
+editions as the original's holder gives it (and who says otherwise), damaged files, and the
+Archives that did not answer. The edition chain is followed one fan-out per edition, at most
+:data:`MAX_EDITIONS`, and only while a round still fits in the resolution deadline.
+
+Pure but for the fan-out and the clock: the route answers :meth:`HoldingsView.to_mapping` as
+JSON, or the page made from it (``pages.holdings_page``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from functions.resolver.fanout import FanOut
+from functions.resolver.resolution import ArchiveAnswer
+from ibi.core.errors import InvalidInput
+from ibi.core.holdings import REQUEST_PAIR, Report, from_pairs
+from ibi.core.labels import parse_label
+from ibi.core.pairlist import PairList, parse_forms
+
+MAX_EDITIONS = 8  # as the resolution's hops (spec §7.9)
+STATE_ORDER = ("Original", "Copy", "Deleted", "held", "none", "unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One Archive's answer about one IBI."""
+
+    archive: str
+    address: str
+    state: str  # Original | Copy | Deleted | held (no state said) | none | unreachable
+    problem: str | None = None  # why it did not answer (unreachable)
+    ibi: dict[str, str] | None = None
+    timestamp: str | None = None
+    url: str | None = None
+    next_edition: dict[str, str] | None = None
+    report: Report | None = None  # None: the Archive did not answer the holdings extension
+    report_problem: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.state in {"Original", "Copy", "held"}
+
+    def to_mapping(self) -> dict[str, Any]:
+        report = self.report
+        return {
+            "archive": self.archive,
+            "address": self.address,
+            "state": self.state,
+            "problem": self.problem,
+            "ibi": self.ibi,
+            "timestamp": self.timestamp,
+            "url": self.url,
+            "next_edition": self.next_edition,
+            "extension": report is not None,
+            "extension_problem": self.report_problem,
+            **(_report_mapping(report) if report is not None else {}),
+        }
+
+
+def _report_mapping(report: Report) -> dict[str, Any]:
+    return {
+        "language": report.language,
+        "listable": report.listable,
+        "files": [f.to_mapping() for f in report.files],
+        "file_count": report.file_count,
+        "default_file": report.default_file,
+        "damaged": list(report.damaged),
+        "damaged_count": report.damaged_count,
+        "metadata_formats": list(report.metadata_formats),
+        "metadata": report.metadata.to_mapping() if report.metadata else None,
+        "metadata_oai_dc": report.metadata_oai_dc.to_mapping() if report.metadata_oai_dc else None,
+        "translations": {k: v.to_mapping() for k, v in sorted(report.translations.items())},
+        "dc": {k: list(v) for k, v in report.dc.items()},
+        "truncated": report.truncated,
+    }
+
+
+def _forms(pairs: PairList, name: str) -> dict[str, str] | None:
+    value = pairs.get(name)
+    if value is None or isinstance(value, str):
+        return None
+    try:
+        return parse_forms(value) or None
+    except InvalidInput:
+        return None
+
+
+def _word(pairs: PairList, name: str) -> str | None:
+    value = pairs.get(name)
+    return value if isinstance(value, str) else None
+
+
+def holding_of(answer: ArchiveAnswer) -> Holding:
+    """What one Archive's answer (or silence) says."""
+    pairs = answer.pairs
+    if pairs is None:
+        return Holding(answer.archive, answer.address, "unreachable", answer.problem or "failed")
+    if len(pairs) == 0:
+        return Holding(answer.archive, answer.address, "none")
+    report: Report | None = None
+    problem: str | None = None
+    try:
+        report = from_pairs(pairs)
+    except InvalidInput as error:
+        problem = f"malformed holdings pairs: {error.reason}"[:200]
+    state = _word(pairs, "state") or (report.state if report else None) or "held"
+    if state not in STATE_ORDER:
+        state = "held"
+    return Holding(
+        archive=answer.archive,
+        address=answer.address,
+        state=state,
+        ibi=_forms(pairs, "ibi"),
+        timestamp=_word(pairs, "timestamp") or (report.timestamp if report else None),
+        url=_word(pairs, "url"),
+        next_edition=_forms(pairs, "ibi.nextedition"),
+        report=report if state != "Deleted" else None,
+        report_problem=problem,
+    )
+
+
+def _label(forms: dict[str, str] | None) -> str | None:
+    if not forms:
+        return None
+    return forms.get("ibip") or forms.get("rep")
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return parse_label(a).label == parse_label(b).label
+
+
+@dataclass(frozen=True, slots=True)
+class CopyCheck:
+    """A copy's files against the original's: ``agrees`` None when they cannot be compared."""
+
+    archive: str
+    agrees: bool | None
+    differences: tuple[str, ...] = ()
+    note: str | None = None
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {
+            "archive": self.archive,
+            "agrees": self.agrees,
+            "differences": list(self.differences),
+            "note": self.note,
+        }
+
+
+def compare_copy(copy: Holding, original: Holding | None) -> CopyCheck:
+    """Every file of the original, at the same path in the copy, with the same bytes."""
+    if original is None:
+        return CopyCheck(copy.archive, None, note="no single original to compare with")
+    for holding in (original, copy):
+        if holding.report is None:
+            return CopyCheck(copy.archive, None, note=f"{holding.archive} does not list its files")
+        if not holding.report.listable:
+            return CopyCheck(copy.archive, None, note=f"{holding.archive}: files not listable")
+    assert original.report is not None and copy.report is not None
+    theirs = {f.path: f for f in original.report.files}
+    ours = {f.path: f for f in copy.report.files}
+    differences: list[str] = []
+    for path, expected in theirs.items():
+        held = ours.get(path)
+        if held is None:
+            differences.append(f"{path}: missing in the copy")
+        elif held.sha256 != expected.sha256:
+            differences.append(f"{path}: SHA-256 {held.sha256[:12]}… not {expected.sha256[:12]}…")
+        elif held.size != expected.size:
+            differences.append(f"{path}: {held.size} bytes, not {expected.size}")
+    differences += [f"{path}: not in the original" for path in ours if path not in theirs]
+    truncated = original.report.truncated or copy.report.truncated
+    return CopyCheck(
+        copy.archive,
+        not differences,
+        tuple(differences),
+        "file lists cut short: compared what was listed" if truncated else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Edition:
+    """One IBI of the edition chain and who holds it."""
+
+    ibi: str
+    holders: dict[str, str]  # archive -> state (live holders only)
+    next_edition: str | None
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {"ibi": self.ibi, "holders": self.holders, "next_edition": self.next_edition}
+
+
+def _next_of(holdings: Sequence[Holding]) -> tuple[str | None, list[str]]:
+    """The next edition as the original's holder says it (else the first live answer), and
+    every live holder that says otherwise."""
+    live = [h for h in holdings if h.live]
+    originals = [h for h in live if h.state == "Original"]
+    authority = originals[0] if len(originals) == 1 else (live[0] if live else None)
+    if authority is None:
+        return None, []
+    chosen = _label(authority.next_edition)
+    said = "none" if chosen is None else chosen
+    disagreements = [
+        f"{h.archive} ({h.state}) says next edition {_label(h.next_edition) or 'none'}; "
+        f"{authority.archive} ({authority.state}) says {said}"
+        for h in live
+        if h is not authority and not _same(_label(h.next_edition), chosen)
+    ]
+    return chosen, disagreements
+
+
+@dataclass
+class HoldingsView:
+    ibi: str
+    holdings: list[Holding]
+    chain: list[Edition] = field(default_factory=list)
+    chain_note: str | None = None
+    edition_disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def originals(self) -> list[Holding]:
+        return [h for h in self.holdings if h.state == "Original"]
+
+    def copy_checks(self) -> list[CopyCheck]:
+        originals = self.originals
+        original = originals[0] if len(originals) == 1 else None
+        return [compare_copy(h, original) for h in self.holdings if h.state == "Copy"]
+
+    def problems(self) -> list[str]:
+        """What the owner of the item should look at, in words (empty: all agree)."""
+        found: list[str] = []
+        originals = self.originals
+        if len(originals) > 1:
+            names = ", ".join(h.archive for h in originals)
+            found.append(f"{len(originals)} Archives claim the original: {names}")
+        live = [h for h in self.holdings if h.live]
+        if not live and not any(h.state == "Deleted" for h in self.holdings):
+            found.append("no Archive that answered holds this IBI")
+        elif live and not originals:
+            found.append("no Archive that answered holds the original")
+        for check in self.copy_checks():
+            if check.agrees is False:
+                found.append(
+                    f"the copy in {check.archive} differs from the original: "
+                    + "; ".join(check.differences[:5])
+                )
+        for h in self.holdings:
+            if h.report is not None and h.report.damaged_count:
+                paths = ", ".join(h.report.damaged) or f"{h.report.damaged_count} file(s)"
+                found.append(f"{h.archive} holds damaged files (failed their SHA-256): {paths}")
+            if h.state == "unreachable":
+                found.append(f"{h.archive} did not answer: {h.problem}")
+        found += self.edition_disagreements
+        if self.chain_note:
+            found.append(self.chain_note)
+        return found
+
+    def to_mapping(self) -> dict[str, Any]:
+        ordered = sorted(self.holdings, key=lambda h: (STATE_ORDER.index(h.state), h.archive))
+        problems = self.problems()
+        return {
+            "ibi": self.ibi,
+            "archives": [h.to_mapping() for h in ordered],
+            "verdict": {
+                "ok": not problems,
+                "problems": problems,
+                "originals": [h.archive for h in self.originals],
+                "conflict": len(self.originals) > 1,
+                "copies": [c.to_mapping() for c in self.copy_checks()],
+                "edition_chain": [e.to_mapping() for e in self.chain],
+                "last_edition": self.chain[-1].ibi if self.chain else None,
+                "edition_disagreements": self.edition_disagreements,
+                "failed": [
+                    {"archive": h.archive, "problem": h.problem}
+                    for h in ordered
+                    if h.state == "unreachable"
+                ],
+            },
+        }
+
+
+class HoldingsService:
+    """Builds the holdings view of an IBI over the resolver's fan-out."""
+
+    def __init__(
+        self,
+        fanout: FanOut,
+        *,
+        deadline: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.fanout = fanout
+        self.deadline = deadline  # for the whole view, the edition chain included
+        self.clock = clock
+
+    def _ask(self, label: str, client_ips: str, correlation_id: str) -> list[Holding]:
+        pairs = [
+            ("clientinformation.ipaddress", client_ips),
+            ("parsedibiurl.ibi", label),
+            REQUEST_PAIR,
+        ]
+        answers = self.fanout.ask(label, pairs, None, correlation_id=correlation_id)
+        return [holding_of(answer) for answer in answers]
+
+    def view(self, ibi: str, *, client_ips: str, correlation_id: str = "") -> HoldingsView:
+        """Every included Archive's answer about ``ibi``; then its edition chain."""
+        started = self.clock()
+        label = parse_label(ibi).label
+        holdings = self._ask(label, client_ips, correlation_id)
+        view = HoldingsView(label, holdings)
+        current, answers, seen = label, holdings, {label}
+        for _ in range(MAX_EDITIONS):
+            following, disagreements = _next_of(answers)
+            view.edition_disagreements += disagreements
+            holders = {h.archive: h.state for h in answers if h.live}
+            view.chain.append(Edition(current, holders, following))
+            if following is None:
+                return view
+            following = parse_label(following).label
+            if following in seen:
+                view.chain_note = f"the edition chain loops back to {following}"
+                return view
+            if self.clock() - started + self.fanout.timeout > self.deadline:
+                view.chain_note = f"the edition chain was followed no further than {current}"
+                return view
+            seen.add(following)
+            current, answers = following, self._ask(following, client_ips, correlation_id)
+        view.chain_note = f"the edition chain is longer than {MAX_EDITIONS} editions"
+        return view
+
+
+def prefers_json(accept: str | None) -> bool:
+    """Whether the client prefers ``application/json`` to ``text/html`` (by q-values)."""
+    quality: dict[str, float] = {}
+    for part in (accept or "").split(","):
+        kind, *parameters = (piece.strip() for piece in part.split(";"))
+        q = 1.0
+        for parameter in parameters:
+            key, _, value = parameter.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if kind:
+            quality[kind.lower()] = max(q, quality.get(kind.lower(), 0.0))
+    json_q = quality.get("application/json", 0.0)
+    return json_q > 0 and json_q > quality.get("text/html", 0.0)
