@@ -7,6 +7,7 @@ persistent URLs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,9 @@ def _seed_report(a: ArchiveClient, b: ArchiveClient) -> str:
         {"translation": {"language": "pt-BR", "ibi": translation_id}},
         ibi=report_id,
     )
-    b.copy({"ibi": report["ibi"], "language": "en", "original_sha256": None})
+    path, content, _ = REPORT_FILE
+    original = [{"path": path, "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)}]
+    b.copy({"ibi": report["ibi"], "language": "en", "dc": report["dc"], "original_files": original})
     b.upload_files(report_id, [REPORT_FILE])
     return report_id
 
