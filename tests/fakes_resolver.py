@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from functions.resolver.network import Endpoint, Outcome, Request, UnsafeAddress
+from functions.resolver.network import Endpoint, Outcome, Request, Result, UnsafeAddress
 from functions.resolver.registry import Contact, RegisteredArchive
 from functions.resolver.throttle import Tally
 from ibi.core.pairlist import PairList, parse_pair_list
@@ -124,8 +124,9 @@ class ScriptedTransport:
     ``answers[ibi]`` is the pair-list text an Archive answers, or an exception it fails with;
     an Archive not in ``answers`` times out. ``delays[ibi]`` is when it answers (seconds on a
     fake clock; 0 by default): answers arrive by delay, then in request order. ``ask_all``
-    reports the Archives that answer after the first ``enough`` answer, plus ``grace``, as not
-    needed, as the real transport does.
+    reports the Archives that answer after the first ``enough`` answer, plus ``grace`` (none
+    when it also passes ``at_once``), as not needed, and gives their answers to ``late``, as
+    the real transport does.
     """
 
     answers: dict[str, str | Exception] = field(default_factory=dict)
@@ -155,6 +156,8 @@ class ScriptedTransport:
         deadline: float,
         enough: Callable[[PairList], bool] | None = None,
         grace: float = 0.0,
+        at_once: Callable[[PairList], bool] | None = None,
+        late: Callable[[str, PairList], None] | None = None,
     ) -> list[Outcome]:
         self.rounds.append(list(requests))
         outcomes: list[Outcome] = []
@@ -162,11 +165,16 @@ class ScriptedTransport:
         for key, request in sorted(requests.items(), key=lambda item: self._when(item[0])):
             if request is not None:
                 self.correlation_ids.append(request.correlation_id)
-            late = until is not None and self._when(key) >= until
-            outcomes.append(self._outcome(key, request, late))
+            after = until is not None and self._when(key) >= until
+            outcomes.append(self._outcome(key, request, after))
             pairs = outcomes[-1].pairs
             if until is None and pairs is not None and enough is not None and enough(pairs):
-                until = self._when(key) + grace
+                best = at_once is not None and at_once(pairs)
+                until = self._when(key) + (0.0 if best else grace)
+        for outcome in outcomes:  # not needed, yet answering: heard late, as the real one does
+            answer = self.answers.get(outcome.key)
+            if late is not None and outcome.result is Result.NOT_NEEDED and isinstance(answer, str):
+                late(outcome.key, parse_pair_list(answer))
         return outcomes
 
     def _when(self, key: str) -> float:

@@ -4,7 +4,9 @@
 directory are asked through the transport, concurrently, and their outcomes become
 :class:`ArchiveAnswer` values. A round ends when every Archive answered, at the deadline, or
 ``grace`` seconds after the first usable answer (:class:`Patience`): the first non-empty
-answer of seed 001 §6, with a short chance for the original's. A location hint (where this
+answer of seed 001 §6, with a short chance for the original's. When the first usable answer
+is already the preferred one (the original's), the round ends at once: nothing better can
+come, and a slow Archive costs nothing. A location hint (where this
 IBI, or its prefix, was found lately) lets the likely Archive be asked alone first, when one
 answer may settle the round; never for an IBI two Archives were seen claiming.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -25,6 +27,7 @@ from functions.resolver.registry import RegisteredArchive
 from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
+from ibi.core.pairlist import PairList
 
 logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
@@ -69,6 +72,12 @@ class LocationHints:
             self._doubted.move_to_end(label)
             while len(self._doubted) > self._capacity:
                 self._doubted.popitem(last=False)
+
+    def doubted(self, ibi: str) -> bool:
+        """Whether two Archives were seen claiming ``ibi``'s original (here, lately)."""
+        label = parse_label(ibi).label
+        with self._lock:
+            return label in self._doubted
 
     def likely(self, ibi: str) -> str | None:
         keys = self._keys(ibi)
@@ -143,12 +152,40 @@ class FanOut:
                 return asked
             archives = [a for a in archives if a.service_ibi != likely]
         usable = patience.usable if patience is not None else None
+        # The original's answer ends the round at once, unless two Archives were seen claiming
+        # it: then the others get the grace, so that the conflict is heard and named.
+        best, late = None, None
+        if patience is not None:
+            late = self._late_claims(ibi, patience.preferred)
+            if not self.hints.doubted(ibi):
+                best = patience.preferred
         answers = asked + self._round(
-            archives, message, correlation_id, ibi, usable, grace=self.grace
+            archives,
+            message,
+            correlation_id,
+            ibi,
+            usable,
+            grace=self.grace,
+            at_once=best,
+            late=late,
         )
         if patience is not None:
             self._learn(ibi, answers, patience.preferred)
         return answers
+
+    def _late_claims(self, ibi: str, preferred: Check) -> Callable[[str, PairList], None]:
+        """What to do with an answer that came after its round ended: a second claim of the
+        original is remembered (:meth:`LocationHints.doubt`), so the next rounds for ``ibi``
+        wait the grace for every claim, and the conflict is named from then on."""
+
+        def heard(archive: str, pairs: PairList) -> None:
+            if preferred(pairs):
+                self.hints.doubt(ibi)
+                logger.warning(
+                    "a claim of the original came late", extra={"ibi": ibi, "archive": archive}
+                )
+
+        return heard
 
     def _learn(self, ibi: str, answers: list[ArchiveAnswer], preferred: Check) -> None:
         """The hint: the one Archive whose answer is the best there is; none if two claim it."""
@@ -167,6 +204,8 @@ class FanOut:
         enough: Check | None,
         *,
         grace: float,
+        at_once: Check | None = None,
+        late: Callable[[str, PairList], None] | None = None,
     ) -> list[ArchiveAnswer]:
         started = time.monotonic()
         requests = {a.service_ibi: _request(a, message, correlation_id) for a in archives}
@@ -177,6 +216,8 @@ class FanOut:
             deadline=started + self.deadline * DEADLINE_SHARE,
             enough=enough,
             grace=grace,
+            at_once=at_once,
+            late=late,
         )
         by_key = {a.service_ibi: a for a in archives}
         return [

@@ -139,6 +139,7 @@ class Outcome:
 
 Requests = Mapping[str, "Request | None"]  # a round: each Archive's request, keyed (None: unusable)
 Enough = Callable[[PairList], bool]  # an answer that settles the round
+Late = Callable[[str, PairList], None]  # hears an answer that came after its round ended
 
 
 class Transport(Protocol):
@@ -156,7 +157,26 @@ class Transport(Protocol):
         deadline: float,
         enough: Enough | None = None,
         grace: float = 0.0,
+        at_once: Enough | None = None,
+        late: Late | None = None,
     ) -> list[Outcome]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Settle:
+    """When a round may end: ``grace`` s after the first ``enough`` answer; at once after one
+    that also passes ``at_once`` (nothing better can come)."""
+
+    enough: Enough | None
+    grace: float
+    at_once: Enough | None
+    late: Late | None = None
+
+    def wait(self, pairs: PairList) -> float | None:
+        """How much longer the round waits after ``pairs`` (None: it does not settle it)."""
+        if self.enough is None or not self.enough(pairs):
+            return None
+        return 0.0 if self.at_once is not None and self.at_once(pairs) else self.grace
 
 
 class _Stale(ConnectionError):
@@ -285,17 +305,22 @@ class ArchiveTransport:
         deadline: float,
         enough: Enough | None = None,
         grace: float = 0.0,
+        at_once: Enough | None = None,
+        late: Late | None = None,
     ) -> list[Outcome]:
         """Ask every Archive at once; outcomes in the order the answers arrive.
 
         ``None`` stands for an Archive whose address is unusable. The round ends when all have
         answered, when ``deadline`` (a ``time.monotonic()`` value) passes, or, with
         ``enough``, ``grace`` seconds after the first answer that settles the question (at
-        once when 0): the others are then reported as :attr:`Result.NOT_NEEDED` (they may
-        still answer, and keep their connection for next time).
+        once when 0, or when that answer also passes ``at_once``): the others are then
+        reported as :attr:`Result.NOT_NEEDED` (they may still answer, and keep their
+        connection for next time). ``late(key, pairs)`` hears each of those that does answer,
+        on the transport's thread, after the round has returned.
         """
         remaining = max(0.0, deadline - time.monotonic())
-        return self._run(self._ask_all(requests, timeout, deadline, enough, grace), remaining + 1.0)
+        settle = _Settle(enough, grace, at_once, late)
+        return self._run(self._ask_all(requests, timeout, deadline, settle), remaining + 1.0)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop())
@@ -320,8 +345,7 @@ class ArchiveTransport:
         requests: Mapping[str, Request | None],
         timeout: float,
         deadline: float,
-        enough: Callable[[PairList], bool] | None,
-        grace: float = 0.0,
+        settle: _Settle,
     ) -> list[Outcome]:
         started = time.monotonic()
         outcomes = [
@@ -347,27 +371,33 @@ class ArchiveTransport:
                 if error is None:
                     pairs = task.result()
                     outcomes.append(Outcome.answered(key, pairs, elapsed))
-                    if not settled and enough is not None and enough(pairs):
-                        settled, until = True, min(deadline, time.monotonic() + grace)
+                    wait = None if settled else settle.wait(pairs)
+                    if wait is not None:
+                        settled, until = True, min(deadline, time.monotonic() + wait)
                 else:
                     outcomes.append(Outcome.failed(key, describe(error), elapsed))
         if settled:
             for key in pending.values():
                 outcomes.append(Outcome.not_needed(key, time.monotonic() - started))
-            self._let_finish(pending)
+            self._let_finish(pending, settle.late)
             return outcomes
         for key in pending.values():
             outcomes.append(Outcome.failed(key, "timeout", deadline - started))
         self._let_finish(pending)
         return outcomes
 
-    def _let_finish(self, tasks: Mapping[asyncio.Task[PairList], str]) -> None:
-        """Requests nobody waits for any more: they end by themselves (each has a timeout)."""
+    def _let_finish(
+        self, tasks: Mapping[asyncio.Task[PairList], str], late: Late | None = None
+    ) -> None:
+        """Requests nobody waits for any more: they end by themselves (each has a timeout);
+        ``late`` hears the answers that still come."""
         assert self._io is not None
         background = self._io.background
-        for task in tasks:
+        for task, key in tasks.items():
             background.add(task)
             task.add_done_callback(_forget(background))
+            if late is not None:
+                task.add_done_callback(_hear(late, key))
 
     async def _ask(self, request: Request, timeout: float) -> PairList:
         assert self._io is not None
@@ -455,6 +485,18 @@ class ArchiveTransport:
         else:
             kept.append(connection)
             self._io.idle_count += 1
+
+
+def _hear(late: Late, key: str) -> Callable[[asyncio.Task[PairList]], None]:
+    def done(task: asyncio.Task[PairList]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        try:
+            late(key, task.result())
+        except Exception:  # a listener's failure must never reach the event loop
+            return
+
+    return done
 
 
 def _forget(background: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

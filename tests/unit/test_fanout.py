@@ -240,20 +240,30 @@ def test_without_grace_the_first_usable_answer_wins() -> None:
 
 
 def test_two_originals_are_heard_named_and_never_hinted() -> None:
-    """Issue 12, item 8: both claims within the grace; the IBI is asked of everyone after."""
+    """Issue 12, item 8: the original's answer ends the round at once; the second claim,
+    heard after it, makes the IBI doubted: asked of everyone, the grace waited, named."""
     fanout, transport, _ = slow_and_fast(
         {A: ORIGINAL, B: OTHER_ORIGINAL}, {A: 0.001, B: 0.01}, grace=0.05
     )
     resolver = Resolver(fanout.for_request("r"))
     found = resolver.resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
     assert isinstance(found, Found) and found.url == "http://a.example/doc.pdf"
-    assert [c.archives for c in found.conflicts] == [(A, B)]
-    assert fanout.hints.likely(ITEM) is None
+    assert found.conflicts == ()  # B's claim came after the round: heard late
+    assert fanout.hints.doubted(ITEM) and fanout.hints.likely(ITEM) is None
     fanout.hints.learn(SAME_PREFIX, A)  # even with a hint for its prefix
     transport.rounds.clear()
     found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
     assert transport.rounds == [[A, B, C]]
-    assert isinstance(found, Found) and len(found.conflicts) == 1
+    assert isinstance(found, Found) and [c.archives for c in found.conflicts] == [(A, B)]
+
+
+def test_an_original_answering_first_ends_the_round_at_once() -> None:
+    """The grace is for an original slower than a copy, never after the original answered."""
+    fanout, _, registry = slow_and_fast({A: ORIGINAL, B: COPY}, {A: 0.001, B: 0.01}, grace=0.05)
+    found = Resolver(fanout.for_request("r")).resolve(parse_persistent_url(f"/{ITEM}"), "1.2.3.4")
+    assert isinstance(found, Found) and found.url == "http://a.example/doc.pdf"
+    assert (B, "answered") not in registry.notes  # not needed: the round ended with A's
+    assert not fanout.hints.doubted(ITEM)  # a copy answering late is no conflict
 
 
 def test_the_conflict_is_a_response_header_and_a_metric() -> None:
@@ -270,8 +280,9 @@ def test_the_conflict_is_a_response_header_and_a_metric() -> None:
         pool=InlinePool(),  # type: ignore[arg-type]
     )
     service = ResolvingService(fanout, acknowledgments)
-    resolving.metrics.clear_metrics()
     url = parse_persistent_url(f"/{ITEM}")
+    service.resolve(Lookup(url, f"http://r.example/{ITEM}", "1.2.3.4", "c-0"))  # heard late
+    resolving.metrics.clear_metrics()
     redirect = service.resolve(Lookup(url, f"http://r.example/{ITEM}", "1.2.3.4", "c-1"))
     assert isinstance(redirect, Redirect) and redirect.url == "http://a.example/doc.pdf"
     assert redirect.headers == {"IBI-Conflict": f'two-originals; ibi="{ITEM}"; archives="{A} {B}"'}
