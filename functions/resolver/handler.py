@@ -21,7 +21,6 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver import pages, wiring
-from functions.resolver.holdings import HoldingsService, prefers_json
 from functions.resolver.registry import RegistryError
 from functions.resolver.resolving import Lookup, Redirect
 from functions.shared.edge import (
@@ -159,6 +158,9 @@ def holdings() -> Response[str]:
         label = parse_label(rest).label
     except InvalidIBI:
         return persistent_url()
+    # Imported here: a cold start that serves resolutions does not pay for the view.
+    from functions.resolver.holdings import HoldingsService, prefers_json
+
     runtime = wiring.runtime()
     service = HoldingsService(runtime.fanout, deadline=runtime.settings.deadline)
     view = service.view(
