@@ -123,6 +123,7 @@ def ibi(rounds: int, folder: Path) -> dict[str, Any]:
         resolves = [_timed(urllib.request.Request(persistent), 302) for _ in range(rounds)]
         time.sleep(0.5)
         counted = [g.requests_served - b for g, b in zip(archives, before, strict=True)]
+        negotiated = _negotiated(archive, federation.resolver_url, rounds)
         # Where the time goes: one hop through the gateway to a handler that does no I/O (the
         # resolver's landing page), and the Archive's urlRequest asked directly.
         hop = [
@@ -149,7 +150,27 @@ def ibi(rounds: int, folder: Path) -> dict[str, Any]:
         "archive_requests_per_resolution": [round(c / rounds, 2) for c in counted],
         "hop": summary_ms(hop),
         "archive_url_request": summary_ms(url_requests),
+        "negotiated": negotiated,
     }
+
+
+BIBTEX = {"Accept": "application/x-bibtex"}
+
+
+def _negotiated(archive: Any, resolver_url: str, rounds: int) -> dict[str, Any]:
+    """A warm negotiated answer (BibTeX from the Archive's Dublin Core) beside the redirect of
+    the same item, alternating, so that both see the same machine (issue 16)."""
+    dc = {"title": "A benchmark report", "creator": ["Banon, G. J. F."], "date": "2014"}
+    item = archive.create({"url": "https://example.org/report", "dc": dc})
+    persistent = f"{resolver_url}/{item['ibi']['ibip']}"
+    for _ in range(4):  # warm every worker and its location hint
+        _timed(urllib.request.Request(persistent, headers=BIBTEX), 200)
+    redirects: list[float] = []
+    citations: list[float] = []
+    for _ in range(rounds):
+        redirects.append(_timed(urllib.request.Request(persistent), 302))
+        citations.append(_timed(urllib.request.Request(persistent, headers=BIBTEX), 200))
+    return {"redirect": summary_ms(redirects), "bibtex": summary_ms(citations)}
 
 
 def run(quick: bool) -> dict[str, Any]:

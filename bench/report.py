@@ -201,6 +201,19 @@ def _peer(peer: dict[str, Any]) -> list[str]:
         f"Target: a warm resolution within 2× of arklet's: **{ratio}×** ({'met' if ratio <= 2 else 'NOT met'}).",
         "",
     ]
+    if "negotiated" in ours:
+        redirect, bibtex = ours["negotiated"]["redirect"], ours["negotiated"]["bibtex"]
+        lines += [
+            "Content negotiation (issue 16): the same item with Dublin Core, asked alternately",
+            "for its redirect and, with `Accept: application/x-bibtex`, for its citation (the",
+            "same resolution, its urlRequest also carrying `extension.holdings=yes`):",
+            "",
+            "| warm, same item | ibi p50 / p99 ms |",
+            "|---|---|",
+            f"| redirect (302) | {redirect['p50_ms']} / {redirect['p99_ms']} |",
+            f"| negotiated BibTeX (200) | {bibtex['p50_ms']} / {bibtex['p99_ms']} |",
+            "",
+        ]
     if "hop" in ours:
         hop, asked = ours["hop"]["p50_ms"], ours["archive_url_request"]["p50_ms"]
         rest = round(ours["resolve"]["p50_ms"] - hop - asked, 2)

@@ -10,23 +10,25 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
 from constructs import Construct
 
 from ibi.defaults import URLKEY_TTL_SECONDS
 from infra.minting import MintingService
-from infra.service import LambdaService, logical_id
+from infra.service import LambdaService, logical_id, nag_arn_prefix
 
 GET = apigwv2.HttpMethod.GET
 POST = apigwv2.HttpMethod.POST
 PATCH = apigwv2.HttpMethod.PATCH
 DELETE = apigwv2.HttpMethod.DELETE
+HEAD = apigwv2.HttpMethod.HEAD
 
 # Each action the Archive Lambda performs, and nothing else (least privilege).
 ITEMS_TABLE_ACTIONS = (
     "dynamodb:GetItem",  # store.py: an item, an alias, #service, #profile
-    "dynamodb:PutItem",  # store.py: a new item or alias, #service, a urlkey
-    "dynamodb:UpdateItem",  # store.py: replace an item, #profile, spend a urlkey, count an access
+    "dynamodb:PutItem",  # store.py: a new item or alias, #service, spend a urlkey (conditional)
+    "dynamodb:UpdateItem",  # store.py: replace an item, #profile, count an access
     "dynamodb:DeleteItem",  # store.py: undo an alias when the IBI turns out to be taken
     "dynamodb:Scan",  # store.py: GET /api/items and POST /api/verify page through the items
 )
@@ -43,6 +45,10 @@ HISTORY_PREFIX = "history/"  # files.py: replaced versions, under their SHA-256,
 FILE_PREFIXES = (FILES_PREFIX, UPLOADS_PREFIX, HISTORY_PREFIX)
 UPLOADS_EXPIRE = Duration.days(1)  # an upload never committed is deleted after a day
 
+# urlkeys.py: the HMAC key urlkeys are signed under, read once per execution environment
+# (AWSCURRENT, and AWSPREVIOUS after a rotation). Not grant_read: it adds DescribeSecret.
+URLKEY_SECRET_ACTIONS = ("secretsmanager:GetSecretValue",)
+
 MINT_PATH = "/mint"  # the minting API's route the Archive calls (ibi/client.py)
 
 HANDLER = "functions.archive.handler.lambda_handler"
@@ -50,8 +56,9 @@ HANDLER = "functions.archive.handler.lambda_handler"
 TIMEOUT = Duration.seconds(29)
 MEMORY_MB = 512
 
-# Public: the service protocol at /<archive service IBI>, /col/…, /list/…, /metadata/….
-PUBLIC_ROUTE = (GET, "/{proxy+}")
+# Public: the service protocol at /<archive service IBI>, /col/…, /list/…, /metadata/…, /linkset/…
+# (GET, and HEAD for the Signposting Link headers without the body).
+PUBLIC_ROUTES = ((GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
 # The deposit API (functions/archive/handler.py), each route IAM-authorized by name.
 DEPOSIT_ROUTES = (
     (GET, "/api/service"),
@@ -85,16 +92,18 @@ TRANSFER_IN_ROUTES = (
     (POST, "/api/transfers/complete"),
     (DELETE, "/api/transfers"),
 )
-# Any other GET under /api/ would fall to the public catch-all: this more specific route
-# keeps the whole /api/ namespace behind IAM, even for a route added to the Lambda only.
-DEPOSIT_GUARD_ROUTE = (GET, "/api/{proxy+}")
+# Any other GET or HEAD under /api/ would fall to a public catch-all: these more specific routes
+# keep the whole /api/ namespace behind IAM, even for a route added to the Lambda only.
+DEPOSIT_GUARD_ROUTES = ((GET, "/api/{proxy+}"), (HEAD, "/api/{proxy+}"))
 
 
 class Archive(LambdaService):
     """An IBI Archive: one Lambda behind an HTTP API, its items table and its files bucket.
 
     * the items table: items by label, their aliases, the Archive's own service item and
-      profile, and the urlkeys it issues (expiring through the table's TTL);
+      profile, and the urlkeys acknowledgments spent (expiring through the table's TTL);
+    * the urlkey secret: a generated Secrets Manager secret, the HMAC key urlkeys are signed
+      under, so that answering a urlRequest writes nothing (functions/archive/urlkeys.py);
     * the files bucket: the files of the items, under ``items/``, versioned; its server access
       log goes to a bucket of its own;
     * the API: the service protocol and the public pages for anyone (the resolver, browsers),
@@ -118,6 +127,7 @@ class Archive(LambdaService):
         urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS,
         join_resolver_url: str | None = None,
         registration_key_parameter: str | None = None,
+        resolver_service_ibi: str | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_level: str = "INFO",
         code: lambda_.Code | None = None,
@@ -130,8 +140,10 @@ class Archive(LambdaService):
             actions=ITEMS_TABLE_ACTIONS,
         )
         self.access_logs_bucket, self.files_bucket = self._add_buckets()
+        self.urlkey_secret = self._add_urlkey_secret()
         environment = {
             "IBI_ARCHIVE_TABLE": self.items_table.table_name,
+            "IBI_URLKEY_SECRET_ARN": self.urlkey_secret.secret_arn,
             "IBI_ARCHIVE_BUCKET": self.files_bucket.bucket_name,
             "IBI_MINT_ENDPOINT": mint_endpoint,
             "IBI_URLKEY_TTL_SECONDS": str(urlkey_ttl_seconds),
@@ -142,6 +154,9 @@ class Archive(LambdaService):
             "IBI_MINT_SUBSYSTEM": mint_subsystem,
             "IBI_JOIN_RESOLVER_URL": join_resolver_url,
             "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
+            # The path of the joined resolver's inclusion protocol: without it the Archive
+            # switches on at the default resolver IBI's path, and another resolver 404s/504s.
+            "IBI_RESOLVER_SERVICE_IBI": resolver_service_ibi if join_resolver_url else None,
             "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(subsystem_prefixes),
         }
         environment.update({name: value for name, value in optional.items() if value})
@@ -149,7 +164,9 @@ class Archive(LambdaService):
             service="archive",
             handler=HANDLER,
             description="An IBI Archive: the service protocol, its pages and the deposit API",
-            role_description="The Archive Lambda: its log group, items table, files bucket, X-Ray",
+            role_description=(
+                "The Archive Lambda: its log group, items table, files bucket, urlkey secret, X-Ray"
+            ),
             memory_size=MEMORY_MB,
             timeout=TIMEOUT,
             environment=environment,
@@ -165,12 +182,26 @@ class Archive(LambdaService):
                     [self.files_bucket.arn_for_objects(f"{p}*") for p in FILE_PREFIXES],
                 ),
                 (BUCKET_ACTIONS, [self.files_bucket.bucket_arn]),
+                (URLKEY_SECRET_ACTIONS, [self.urlkey_secret.secret_arn]),
             ],
         )
         if registration_key_parameter:
             self._grant_parameter_read(registration_key_parameter)
         self._add_http_api(log_retention)
         self._acknowledge_findings()
+
+    def _add_urlkey_secret(self) -> secretsmanager.Secret:
+        """The HMAC key urlkeys are signed under (functions/archive/urlkeys.py), generated."""
+        return secretsmanager.Secret(
+            self,
+            "UrlkeySecret",
+            description="HMAC key under which the Archive signs the urlkeys it answers with",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+            # Nothing outlives it but the urlkeys of the last IBI_URLKEY_TTL_SECONDS.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
 
     def _add_buckets(self) -> tuple[s3.Bucket, s3.Bucket]:
         """The files bucket, and the bucket its server access log goes to."""
@@ -216,11 +247,11 @@ class Archive(LambdaService):
             integration_id="ArchiveIntegration",
             log_retention=log_retention,
         )
-        (self.public_route,) = self._add_routes(
-            [PUBLIC_ROUTE], integration, apigwv2.HttpNoneAuthorizer()
+        self.public_routes = self._add_routes(
+            PUBLIC_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
         )
         self.deposit_routes = self._add_routes(
-            (*DEPOSIT_ROUTES, DEPOSIT_GUARD_ROUTE), integration, HttpIamAuthorizer()
+            (*DEPOSIT_ROUTES, *DEPOSIT_GUARD_ROUTES), integration, HttpIamAuthorizer()
         )
 
     @property
@@ -276,17 +307,34 @@ class Archive(LambdaService):
                 for prefix in FILE_PREFIXES
             )
         )
-        Validations.of(self.public_route).acknowledge(
+        Validations.of(self.urlkey_secret).acknowledge(
             Acknowledgment(
-                id="AwsSolutions-APIG4",
+                id="AwsSolutions-SMG4",
                 reason=(
-                    "GET /{proxy+} is the Archive's public face by design: the IBI service "
-                    "protocol that any resolver calls unsigned, and the files, file lists and "
-                    "metadata that persistent URLs lead browsers to. It only reads; every "
-                    "route that changes anything is under /api/ and IAM-authorized."
+                    "The urlkey secret is rotated by hand (docs/archive.md): a new value with "
+                    "put-secret-value; the Archive verifies under AWSCURRENT and AWSPREVIOUS, "
+                    "so no urlkey is lost, and an automatic rotation Lambda would add nothing."
                 ),
             )
         )
+        for route in self.public_routes:
+            Validations.of(route).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG4",
+                    reason=(
+                        "GET and HEAD /{proxy+} are the Archive's public face by design: the "
+                        "IBI service protocol that any resolver calls unsigned, and the files, "
+                        "file lists, metadata and linksets that persistent URLs lead browsers "
+                        "and machines to. They change no item's content; they write three "
+                        "things only: an acknowledgment spends its urlkey (one conditional "
+                        "write, only for a key the Archive's HMAC verifies within its window) "
+                        "and counts the access; a file that fails its SHA-256 is recorded "
+                        "damaged once; the first request ever claims the #service item. "
+                        "Deposits, revisions and transfers are under /api/ and IAM-authorized; "
+                        "the stage throttles every route (ibi:throttle)."
+                    ),
+                )
+            )
 
 
 def grant_mint(minting: MintingService, role: iam.Role) -> iam.Grant:
@@ -306,8 +354,9 @@ def _acknowledge_mint_grant(minting: MintingService, role: iam.Role) -> None:
     Validations.of(role).acknowledge(
         Acknowledgment(
             id=(
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
-                f"<AWS::AccountId>:<{logical_id(minting.api)}>/*/POST{MINT_PATH}]"
+                "AwsSolutions-IAM5[Resource::"
+                f"{nag_arn_prefix(role, 'execute-api', literal_partition=False)}:"
+                f"<{logical_id(minting.api)}>/*/POST{MINT_PATH}]"
             ),
             reason=(
                 "The one wildcard is the stage: the minting API has a single stage, $default. "

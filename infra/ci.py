@@ -19,7 +19,7 @@ from constructs import Construct
 from infra.archive import Archive
 from infra.config import CiConfig
 from infra.minting import MintingService
-from infra.service import logical_id
+from infra.service import logical_id, nag_arn_prefix
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_URL = f"https://{GITHUB_OIDC_HOST}"
@@ -108,8 +108,8 @@ class CiMinter(Construct):
             *(
                 Acknowledgment(
                     id=(
-                        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:"
-                        f"<AWS::Region>:<AWS::AccountId>:<{logical_id(api)}>/*/{method}{path}]"
+                        f"AwsSolutions-IAM5[Resource::{nag_arn_prefix(self.role, 'execute-api')}"
+                        f":<{logical_id(api)}>/*/{method}{path}]"
                     ),
                     reason=(
                         "The one wildcard is the API stage (each API has a single stage, "

@@ -39,6 +39,7 @@ ARCHIVE_FIELDS = (
     "mint_subsystem",
     "urlkey_ttl_seconds",
     "join",
+    "lifecycle",
     "log_retention",
 )
 
@@ -146,6 +147,34 @@ class MintingConfig:
         return cls(**values)
 
 
+# The files bucket's lifecycle (ibi:archive.lifecycle): days before S3 deletes a noncurrent
+# version (an object overwritten or deleted: the Archive keeps replaced files under history/
+# itself), and days the server access log is kept.
+LIFECYCLE_CONTEXT_KEY = "ibi:archive.lifecycle"
+LIFECYCLE_FIELDS = ("noncurrent_version_days", "access_log_days")
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleConfig:
+    """How long the files bucket keeps noncurrent versions, and its access log its objects."""
+
+    noncurrent_version_days: int = 90
+    access_log_days: int = 365
+
+    def __post_init__(self) -> None:
+        for name in LIFECYCLE_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 36500:
+                raise ConfigError(f"{LIFECYCLE_CONTEXT_KEY}.{name}: {value!r} is not 1-36500")
+
+    @classmethod
+    def from_context(cls, raw: Any) -> LifecycleConfig:
+        if raw is None:
+            return cls()
+        raw = _context_object(raw, LIFECYCLE_CONTEXT_KEY, LIFECYCLE_FIELDS)
+        return cls(**{n: raw[n] for n in LIFECYCLE_FIELDS if raw.get(n) is not None})
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveConfig:
     """What the Archive is deployed with (context key ``ibi:archive``).
@@ -164,9 +193,18 @@ class ArchiveConfig:
     # its registration key: {"resolver_url": …, "registration_key_parameter": …}.
     join_resolver_url: str | None = None
     registration_key_parameter: str | None = None
+    # The joined resolver's service IBI (the path of its inclusion protocol): ``join``'s
+    # ``resolver_service_ibi``; without it, the app's ``ibi:resolver.service_ibi``.
+    join_resolver_service_ibi: str | None = None
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
 
     def __post_init__(self) -> None:
         key = ARCHIVE_CONTEXT_KEY
+        if self.join_resolver_service_ibi is not None:
+            if self.join_resolver_url is None:
+                raise ConfigError(f"{key}.join.resolver_service_ibi: give resolver_url too")
+            canonical = _ibi(self.join_resolver_service_ibi, f"{key}.join.resolver_service_ibi")
+            object.__setattr__(self, "join_resolver_service_ibi", canonical)
         if (self.join_resolver_url is None) != (self.registration_key_parameter is None):
             raise ConfigError(f"{key}.join: give resolver_url and registration_key_parameter")
         if self.join_resolver_url is not None and not BASE_URL_PATTERN.fullmatch(
@@ -221,15 +259,20 @@ class ArchiveConfig:
         )
         join = raw.get("join")
         if join is not None:
-            if not isinstance(join, Mapping) or set(join) != {
-                "resolver_url",
-                "registration_key_parameter",
-            }:
+            if not isinstance(join, Mapping) or not (
+                {"resolver_url", "registration_key_parameter"}
+                <= set(join)
+                <= {"resolver_url", "registration_key_parameter", "resolver_service_ibi"}
+            ):
                 raise ConfigError(
-                    f"{ARCHIVE_CONTEXT_KEY}.join: {{resolver_url, registration_key_parameter}}"
+                    f"{ARCHIVE_CONTEXT_KEY}.join: {{resolver_url, registration_key_parameter"
+                    "[, resolver_service_ibi]}"
                 )
             values["join_resolver_url"] = join["resolver_url"]
             values["registration_key_parameter"] = join["registration_key_parameter"]
+            if join.get("resolver_service_ibi") is not None:
+                values["join_resolver_service_ibi"] = join["resolver_service_ibi"]
+        values["lifecycle"] = LifecycleConfig.from_context(raw.get("lifecycle"))
         return cls(**values)
 
     def check_minting(self, minting: MintingConfig) -> None:
@@ -419,6 +462,16 @@ def _context_object(raw: Any, key: str, fields: Iterable[str]) -> Mapping[str, A
     return raw
 
 
+def _ibi(value: Any, name: str) -> str:
+    """``value`` as a canonical IBI, or a ConfigError naming the field."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{name}: {value!r} is not an IBI")
+    try:
+        return parse_label(value).label
+    except InvalidInput as error:
+        raise ConfigError(f"{name}: {error}") from None
+
+
 def _subsystems(raw: Any) -> tuple[Subsystem, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"{MINTING_CONTEXT_KEY}.subsystems: expected a list, got {raw!r}")
@@ -528,3 +581,217 @@ def stacks_config(scope: Construct) -> tuple[str, ...]:
             f"'minting' stack in {STACKS_CONTEXT_KEY} (chosen: {list(chosen)})"
         )
     return chosen
+
+
+# Where and as what the stacks are deployed: one key each, so `-c ibi:stage=staging` works.
+STAGE_CONTEXT_KEY = "ibi:stage"
+REGION_CONTEXT_KEY = "ibi:region"
+ACCOUNT_CONTEXT_KEY = "ibi:account"
+TERMINATION_PROTECTION_CONTEXT_KEY = "ibi:termination_protection"
+TAGS_CONTEXT_KEY = "ibi:tags"
+# A stage names stacks (``IbiArchive-staging``), so it must fit a stack name, short.
+STAGE_PATTERN = re.compile(r"[a-z][a-z0-9]{0,15}")
+PRODUCTION_STAGES = frozenset({"prod", "production"})
+REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+ACCOUNT_PATTERN = re.compile(r"\d{12}")
+# AWS tag keys and values (cost allocation tags are ordinary tags, activated in Billing).
+TAG_KEY_PATTERN = re.compile(r"[\w.:/=+\-@ ]{1,128}")
+TAG_VALUE_PATTERN = re.compile(r"[\w.:/=+\-@ ]{0,256}")
+
+
+@dataclass(frozen=True, slots=True)
+class DeploymentConfig:
+    """One deployment of the app: its stage, where it goes, how it is tagged and protected.
+
+    ``stage`` (context ``ibi:stage``) suffixes every stack id (``IbiArchive-staging``), and so
+    the stack names and everything named after them (APIs, dashboards, alarm topics): two
+    stages share an account and a region. No stage: the ids of every earlier deploy, unchanged.
+    ``region``/``account`` (``ibi:region``, ``ibi:account``) pin the stacks' environment;
+    without them the stacks are environment-agnostic (deployed where the CLI's profile points).
+    ``termination_protection`` (``ibi:termination_protection``) defaults to on for the stages
+    ``prod`` and ``production`` and off otherwise. ``tags`` (``ibi:tags``) go on every resource,
+    with ``ibi:stage`` when there is a stage: cost allocation tags once activated in Billing.
+    """
+
+    stage: str | None = None
+    region: str | None = None
+    account: str | None = None
+    termination_protection: bool = False
+    tags: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.stage is not None and (
+            not isinstance(self.stage, str) or not STAGE_PATTERN.fullmatch(self.stage)
+        ):
+            raise ConfigError(
+                f"{STAGE_CONTEXT_KEY}: {self.stage!r} is not a stage (a-z then a-z0-9, 1-16)"
+            )
+        if self.region is not None and (
+            not isinstance(self.region, str) or not REGION_PATTERN.fullmatch(self.region)
+        ):
+            raise ConfigError(f"{REGION_CONTEXT_KEY}: {self.region!r} is not an AWS region")
+        if self.account is not None and (
+            not isinstance(self.account, str) or not ACCOUNT_PATTERN.fullmatch(self.account)
+        ):
+            raise ConfigError(f"{ACCOUNT_CONTEXT_KEY}: {self.account!r} is not 12 digits")
+        for key, value in self.tags:
+            if not TAG_KEY_PATTERN.fullmatch(key) or key.lower().startswith("aws:"):
+                raise ConfigError(f"{TAGS_CONTEXT_KEY}: {key!r} is not a tag key")
+            if not isinstance(value, str) or not TAG_VALUE_PATTERN.fullmatch(value):
+                raise ConfigError(f"{TAGS_CONTEXT_KEY}.{key}: {value!r} is not a tag value")
+
+    def stack_id(self, base: str) -> str:
+        """``base`` (``IbiArchive``…) for this stage: itself without one."""
+        return base if self.stage is None else f"{base}-{self.stage}"
+
+    @property
+    def all_tags(self) -> dict[str, str]:
+        """Every tag of every resource: ``ibi:tags``, and ``ibi:stage``."""
+        tags = dict(self.tags)
+        if self.stage is not None:
+            tags["ibi:stage"] = self.stage
+        return tags
+
+    @classmethod
+    def from_context(cls, scope: Construct) -> DeploymentConfig:
+        """The deployment's settings from the context visible at ``scope``."""
+
+        def get(key: str) -> Any:
+            return scope.node.try_get_context(key)
+
+        stage = get(STAGE_CONTEXT_KEY) or None
+        protection = _flag(get(TERMINATION_PROTECTION_CONTEXT_KEY), stage)
+        raw_tags = get(TAGS_CONTEXT_KEY)
+        if isinstance(raw_tags, str):
+            try:
+                raw_tags = json.loads(raw_tags)
+            except json.JSONDecodeError as error:
+                raise ConfigError(f"{TAGS_CONTEXT_KEY}: not valid JSON ({error})") from None
+        if raw_tags is not None and not isinstance(raw_tags, Mapping):
+            raise ConfigError(f"{TAGS_CONTEXT_KEY}: expected an object of key: value")
+        return cls(
+            stage=stage,
+            region=get(REGION_CONTEXT_KEY) or None,
+            account=str(get(ACCOUNT_CONTEXT_KEY)) if get(ACCOUNT_CONTEXT_KEY) else None,
+            termination_protection=protection,
+            tags=tuple(sorted((str(k), v) for k, v in (raw_tags or {}).items())),
+        )
+
+
+def _flag(raw: Any, stage: Any) -> bool:
+    """``ibi:termination_protection``: true/false (or their strings); unset: production."""
+    if raw is None:
+        return stage in PRODUCTION_STAGES
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in {"true", "false"}:
+        return raw.lower() == "true"
+    raise ConfigError(f"{TERMINATION_PROTECTION_CONTEXT_KEY}: {raw!r} is not true or false")
+
+
+def deployment_config(scope: Construct) -> DeploymentConfig:
+    """The stage, environment, tags and protection from the context visible at ``scope``."""
+    return DeploymentConfig.from_context(scope)
+
+
+THROTTLE_CONTEXT_KEY = "ibi:throttle"
+THROTTLE_FIELDS = ("public_rate", "public_burst", "signed_rate", "signed_burst")
+# API Gateway's own ceiling: 10,000 requests per second and a burst of 5,000 per account and
+# region, shared by every API there. A route's limits cannot exceed them usefully.
+THROTTLE_MAX_RATE = 10_000
+THROTTLE_MAX_BURST = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleConfig:
+    """Each API's throttles (context ``ibi:throttle``), in requests per second and burst.
+
+    ``public_*``: every unsigned route (persistent URLs, the service protocol, the pages) and
+    the stage's default, which covers any route added later. ``signed_*``: every IAM route
+    (the deposit API, the resolver's administration, every minting route): callers who hold
+    credentials, fewer and slower. A request over the limit gets 429 from API Gateway before
+    the Lambda runs.
+    """
+
+    public_rate: int = 100
+    public_burst: int = 200
+    signed_rate: int = 20
+    signed_burst: int = 40
+
+    def __post_init__(self) -> None:
+        for name, high in (
+            ("public_rate", THROTTLE_MAX_RATE),
+            ("public_burst", THROTTLE_MAX_BURST),
+            ("signed_rate", THROTTLE_MAX_RATE),
+            ("signed_burst", THROTTLE_MAX_BURST),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise ConfigError(f"{THROTTLE_CONTEXT_KEY}.{name}: {value!r} is not in 1-{high}")
+
+    @classmethod
+    def from_context(cls, raw: Any) -> ThrottleConfig:
+        """Parse the context value; ``None`` (key absent) gives the defaults."""
+        if raw is None:
+            return cls()
+        raw = _context_object(raw, THROTTLE_CONTEXT_KEY, THROTTLE_FIELDS)
+        return cls(**{name: raw[name] for name in THROTTLE_FIELDS if raw.get(name) is not None})
+
+
+def throttle_config(scope: Construct) -> ThrottleConfig:
+    """The APIs' throttles from the context visible at ``scope``."""
+    return ThrottleConfig.from_context(scope.node.try_get_context(THROTTLE_CONTEXT_KEY))
+
+
+WAF_CONTEXT_KEY = "ibi:waf"
+WAF_FIELDS = ("rate_limit", "retry_after_seconds")
+# AWS WAF's bounds for a rate-based rule's limit (requests per address per evaluation window).
+WAF_LIMITS = (10, 2_000_000_000)
+WAF_REGION = "us-east-1"  # a web ACL of CloudFront scope exists only there
+
+
+@dataclass(frozen=True, slots=True)
+class WafConfig:
+    """The optional rate-based rule (context ``ibi:waf``): a CloudFront distribution with a web
+    ACL in front of the resolver's public routes (``infra/edge.py``). ``rate_limit``: requests
+    per client address per 5 minutes; over it, ``429`` with ``Retry-After``."""
+
+    rate_limit: int = 1000
+    retry_after_seconds: int = 60
+
+    def __post_init__(self) -> None:
+        low, high = WAF_LIMITS
+        limit = self.rate_limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
+            raise ConfigError(f"{WAF_CONTEXT_KEY}.rate_limit: {limit!r} is not in {low}-{high}")
+        wait = self.retry_after_seconds
+        if isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= 3600:
+            raise ConfigError(f"{WAF_CONTEXT_KEY}.retry_after_seconds: {wait!r} is not 1-3600")
+
+    @classmethod
+    def from_context(cls, raw: Any) -> WafConfig | None:
+        """``None`` (absent, null or false): no distribution, no web ACL."""
+        if raw is None or raw is False or raw == "false":
+            return None
+        if raw is True or raw == "true":
+            return cls()
+        raw = _context_object(raw, WAF_CONTEXT_KEY, WAF_FIELDS)
+        return cls(**{name: raw[name] for name in WAF_FIELDS if raw.get(name) is not None})
+
+
+def waf_config(scope: Construct) -> WafConfig | None:
+    """The rate-based WAF rule's settings, or ``None`` when it is off."""
+    return WafConfig.from_context(scope.node.try_get_context(WAF_CONTEXT_KEY))
+
+
+SNAPSTART_CONTEXT_KEY = "ibi:snapstart"
+
+
+def snapstart_enabled(scope: Construct) -> bool:
+    """``ibi:snapstart``: true/false (or their strings); off when unset."""
+    raw = scope.node.try_get_context(SNAPSTART_CONTEXT_KEY)
+    if raw is None or isinstance(raw, bool):
+        return bool(raw)
+    if isinstance(raw, str) and raw.lower() in {"true", "false"}:
+        return raw.lower() == "true"
+    raise ConfigError(f"{SNAPSTART_CONTEXT_KEY}: {raw!r} is not true or false")

@@ -25,6 +25,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 NAMESPACE = "ibi"  # POWERTOOLS_METRICS_NAMESPACE of every function
@@ -88,6 +89,8 @@ class Watched:
     ``latency``: the p99 duration that raises an alarm (default: 80% of the Lambda's timeout).
     ``client_errors``: alarm on the 4xx rate too (the resolver, whose 4xx are persistent URLs
     that do not resolve).
+    ``dead_letters``: a dead-letter queue whose first message alarms (the resolver's
+    acknowledgments that failed 5 deliveries: access counts going wrong).
     """
 
     name: str  # minting | archive | resolver
@@ -95,6 +98,7 @@ class Watched:
     api: apigwv2.HttpApi
     latency: Duration | None = None
     client_errors: bool = False
+    dead_letters: sqs.IQueue | None = None
 
     @property
     def latency_threshold_ms(self) -> float:
@@ -192,6 +196,15 @@ class Operations(Construct):
                 f"the {name} API {rate.meaning}",
                 periods=rate.periods,
                 datapoints=rate.periods,
+            )
+        if service.dead_letters is not None:
+            self._alarm(
+                f"{name}-dead-letters",
+                service.dead_letters.metric_approximate_number_of_messages_visible(
+                    period=PERIOD, statistic="Maximum"
+                ),
+                1,
+                f"{name}: acknowledgments failed 5 deliveries (in the dead-letter queue)",
             )
         for signal in SIGNALS.get(name, ()):
             self._alarm(

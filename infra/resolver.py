@@ -9,11 +9,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
+from aws_cdk.aws_lambda_event_sources import SqsEventSource
 from constructs import Construct
 
+from functions.resolver.queue import BATCH, MAX_RECEIVES, VISIBILITY_SECONDS
 from ibi.defaults import RESOLVER_SERVICE_IBI
-from infra.service import LambdaService
+from infra.bundling import ARCHITECTURE, RUNTIME, function_code
+from infra.service import LambdaService, acknowledge_function
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -29,11 +33,23 @@ REGISTRY_ACTIONS = (
 THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 # handler.py's load_pepper reads the secret's value, once per execution environment.
 PEPPER_ACTIONS = ("secretsmanager:GetSecretValue",)
+# acknowledgments.py: one message per acknowledgment, on the acknowledgment queue only.
+QUEUE_ACTIONS = ("sqs:SendMessage",)
 HANDLER = "functions.resolver.handler.lambda_handler"
 ARCHIVE_TIMEOUT_SECONDS = 3  # one Archive's answer
 DEADLINE_SECONDS = 10  # a whole resolution (every round); API Gateway gives up at 30 s
 TIMEOUT = Duration.seconds(DEADLINE_SECONDS + 5)  # the deadline, then the answer
 MEMORY_MB = 1024  # network-bound; more memory is more CPU for 64 concurrent requests
+
+# The acknowledgment drain (drain.py): the resolver's asset, a role of its own. It reads the
+# registry (directory.py: the generation, then every Archive) and nothing else.
+DRAIN_HANDLER = "functions.resolver.drain.lambda_handler"
+DRAIN_REGISTRY_ACTIONS = ("dynamodb:GetItem", "dynamodb:Scan")
+# A batch of 10, one Archive after another at 3 s each at worst: 30 s, then 10 s to spare;
+# SQS requires the visibility timeout (60 s) to be at least the function's timeout.
+DRAIN_TIMEOUT = Duration.seconds(BATCH * ARCHIVE_TIMEOUT_SECONDS + 10)
+DRAIN_MEMORY_MB = 256  # one Archive request at a time
+DRAIN_WINDOW = Duration.seconds(1)  # wait up to 1 s to fill a batch: acknowledgments are not urgent
 
 # Public: persistent URLs, the service protocol, the pages. IAM: the administration.
 PUBLIC_ROUTES = ((GET, "/"), (GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
@@ -94,6 +110,8 @@ class Resolver(LambdaService):
             # Without it every registered key stops matching: keep it with the registry.
             removal_policy=RemovalPolicy.RETAIN,
         )
+        self._add_acknowledgment_queue()
+        code = code or function_code("resolver")  # one asset for the resolver and its drain
         self._add_function(
             service="resolver",
             handler=HANDLER,
@@ -111,6 +129,7 @@ class Resolver(LambdaService):
                 "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
                 "IBI_RESOLUTION_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
                 "IBI_RESOLVER_NAME": name,
+                "IBI_ACK_QUEUE_URL": self.acknowledgment_queue.queue_url,
                 # IBI_ALLOW_NETWORKS is left unset (empty): in AWS the resolver contacts
                 # public addresses only, never a private or link-local one (network.py).
             },
@@ -119,13 +138,84 @@ class Resolver(LambdaService):
             code=code,
             # Not pepper.grant_read: it adds DescribeSecret, which the function never calls.
             # The secret is encrypted with the AWS-managed key, which needs no grant of its own.
-            grants=[(PEPPER_ACTIONS, [self.pepper.secret_arn])],
+            grants=[
+                (PEPPER_ACTIONS, [self.pepper.secret_arn]),
+                (QUEUE_ACTIONS, [self.acknowledgment_queue.queue_arn]),
+            ],
         )
+        self._add_drain(code, log_retention, log_level)
         self._add_http_api(log_retention)
         self.domain: apigwv2.DomainName | None = None
         if domain_name is not None and certificate_arn is not None:
             self.domain = self._add_domain(domain_name, certificate_arn)
         self._acknowledge_findings()
+
+    def _add_acknowledgment_queue(self) -> None:
+        """The durable queue acknowledgments wait in (encrypted, TLS only), and its DLQ."""
+        self.dead_letters = sqs.Queue(
+            self,
+            "AcknowledgmentDeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),  # the longest SQS keeps: time to look
+        )
+        self.acknowledgment_queue = sqs.Queue(
+            self,
+            "AcknowledgmentQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            visibility_timeout=Duration.seconds(VISIBILITY_SECONDS),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                max_receive_count=MAX_RECEIVES, queue=self.dead_letters
+            ),
+        )
+
+    def _add_drain(
+        self, code: lambda_.Code, log_retention: logs.RetentionDays, log_level: str
+    ) -> None:
+        """The drain: the queue's event source, delivering each acknowledgment (drain.py)."""
+        self.drain_logs = logs.LogGroup(
+            self, "DrainLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        self.drain_role = iam.Role(
+            self,
+            "DrainRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="The acknowledgment drain: its queue, log group, registry reads, X-Ray",
+        )
+        self.drain = lambda_.Function(
+            self,
+            "DrainFunction",
+            description="Delivers the resolver's queued acknowledgments to their Archives",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=DRAIN_HANDLER,
+            code=code,
+            role=self.drain_role,
+            log_group=self.drain_logs,
+            tracing=lambda_.Tracing.ACTIVE,
+            memory_size=DRAIN_MEMORY_MB,
+            timeout=DRAIN_TIMEOUT,
+            environment={
+                "IBI_RESOLVER_TABLE": self.registry_table.table_name,
+                "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
+                "POWERTOOLS_SERVICE_NAME": "resolver",
+                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
+                "LOG_LEVEL": log_level,
+            },
+        )
+        self.registry_table.grant(self.drain, *DRAIN_REGISTRY_ACTIONS)
+        self.drain_logs.grant_write(self.drain_role)
+        # Grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes
+        # and GetQueueUrl on this queue only.
+        self.drain.add_event_source(
+            SqsEventSource(
+                self.acknowledgment_queue,
+                batch_size=BATCH,
+                max_batching_window=DRAIN_WINDOW,
+                report_batch_item_failures=True,
+            )
+        )
 
     def _add_http_api(self, log_retention: logs.RetentionDays) -> None:
         """The API: public routes for anyone, the administration behind IAM."""
@@ -173,6 +263,7 @@ class Resolver(LambdaService):
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         super()._acknowledge_findings()
+        acknowledge_function(self.drain_role, self.drain)  # X-Ray's "*", Python 3.13
         Validations.of(self.pepper).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-SMG4",

@@ -12,7 +12,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 
 import jsii
-from aws_cdk import Acknowledgment, CfnElement, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    CfnElement,
+    Duration,
+    RemovalPolicy,
+    Stack,
+    Token,
+    Validations,
+)
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_dynamodb as dynamodb
@@ -23,6 +31,9 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
+from infra.config import snapstart_enabled
+
+SNAPSTART_ENTRY = "functions.shared.snapstart"
 
 # HTTP API access log: one JSON object per request, with the IAM caller who made it.
 ACCESS_LOG_FORMAT = json.dumps(
@@ -98,6 +109,25 @@ def logged_stage(
     return stage, access_logs
 
 
+def nag_arn_prefix(construct: Construct, service: str, *, literal_partition: bool = True) -> str:
+    """``arn:partition:service:region:account`` as cdk-nag writes it in a finding's id: each
+    part a pseudo parameter (``<AWS::Region>``) in an environment-agnostic stack, or the value
+    of the environment the stack is pinned to (``ibi:region``, ``ibi:account``). Some grants
+    keep ``<AWS::Partition>`` even then (``literal_partition=False``)."""
+    stack = Stack.of(construct)
+    parts = []
+    for value, pseudo in (
+        (stack.partition, "<AWS::Partition>"),
+        (stack.region, "<AWS::Region>"),
+        (stack.account, "<AWS::AccountId>"),
+    ):
+        parts.append(pseudo if Token.is_unresolved(value) else value)
+    partition, region, account = parts
+    if not literal_partition:
+        partition = "<AWS::Partition>"
+    return f"arn:{partition}:{service}:{region}:{account}"
+
+
 def logical_id(construct: Construct) -> str:
     """The template's name for an L2 construct's resource, as cdk-nag writes it."""
     stack = Stack.of(construct)
@@ -149,8 +179,10 @@ class LambdaService(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            # The tables are the service's record: deleting the stack must not delete them.
+            # The tables are the service's record: deleting the stack must not delete them,
+            # and neither may a DeleteTable call or a replacement (deletion protection).
             removal_policy=RemovalPolicy.RETAIN,
+            deletion_protection=True,
         )
         self._table_actions.append((table, actions))
         return table
@@ -186,13 +218,17 @@ class LambdaService(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=role_description,
         )
+        snapstart = snapstart_enabled(self)
         self.function = lambda_.Function(
             self,
             "Function",
             description=description,
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            handler=handler,
+            # With SnapStart the handler is its entry in functions/shared/snapstart.py: the
+            # same lambda_handler, with the after-restore hooks registered.
+            handler=f"{SNAPSTART_ENTRY}.{service}" if snapstart else handler,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snapstart else None,
             code=code or function_code(service, requirements_of=requirements_of),
             role=self.role,
             log_group=self.log_group,
@@ -213,6 +249,13 @@ class LambdaService(Construct):
                 grantee=self.role, actions=list(actions), resource_arns=list(resource_arns)
             )
         self.log_group.grant_write(self.role)
+        # SnapStart applies to published versions only: the API then calls an alias of the
+        # version this deploy publishes, never $LATEST.
+        self.entry: lambda_.IFunction = self.function
+        if snapstart:
+            self.entry = lambda_.Alias(
+                self, "Live", alias_name="live", version=self.function.current_version
+            )
         return self.function
 
     def _add_api(
@@ -235,7 +278,7 @@ class LambdaService(Construct):
             create_default_stage=False,
         )
         self.stage, self.access_logs = logged_stage(self, self.api, log_retention)
-        return HttpLambdaIntegration(integration_id, self.function)
+        return HttpLambdaIntegration(integration_id, self.entry)
 
     def _add_routes(
         self,

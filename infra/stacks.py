@@ -6,36 +6,56 @@ its own) and ``IbiResolver`` by default; ``IbiMinting`` (a minting service alone
 its own minting state, and two minting services for one subsystem would issue the same labels.
 Each stack has its dashboard and alarms; the CI role (``ibi:ci``) goes into the stack that
 mints, ``IbiArchive`` or ``IbiMinting``.
+
+A stage (``ibi:stage``) suffixes every stack id (``IbiArchive-staging``), hence every name made
+from the stack name; without one the ids are the ones above, as deployed before stages
+existed. ``ibi:region``/``ibi:account`` pin the environment, ``ibi:tags`` tag every resource,
+production stages are protected from termination; every API is throttled (``ibi:throttle``)
+and the resolver may sit behind a rate-limited CloudFront distribution (``ibi:waf``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import App, CfnOutput, Duration, Stack, Token, Validations
+from aws_cdk import App, CfnOutput, Duration, Environment, Stack, Tags, Token, Validations
+from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
+from ibi.defaults import RESOLVER_SERVICE_IBI
 from infra.archive import Archive, grant_mint
 from infra.ci import CiMinter
 from infra.config import (
+    REGION_CONTEXT_KEY,
     RESOLVER_CONTEXT_KEY,
+    WAF_CONTEXT_KEY,
+    WAF_REGION,
     ArchiveConfig,
     CiConfig,
     ConfigError,
+    DeploymentConfig,
+    LifecycleConfig,
     MintingConfig,
     OperationsConfig,
     ResolverConfig,
+    ThrottleConfig,
+    WafConfig,
     archive_config,
     ci_config,
+    deployment_config,
     minting_config,
     operations_config,
     resolver_config,
     stacks_config,
+    throttle_config,
+    waf_config,
 )
+from infra.edge import RateLimitedEdge
 from infra.minting import MintingService
 from infra.operations import Operations, Watched
 from infra.resolver import DEADLINE_SECONDS, Resolver
+from infra.throttling import throttle
 
 MINTING_STACK_ID = "IbiMinting"
 ARCHIVE_STACK_ID = "IbiArchive"
@@ -90,10 +110,13 @@ class MintingStack(Stack):
         config: MintingConfig,
         ci: CiConfig | None = None,
         operations: OperationsConfig | None = None,
+        throttles: ThrottleConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.minting = _minting_service(self, config)
+        # Every minting route is IAM-authorized: the signed limits are the stage's.
+        throttle(self.minting.stage, throttles or ThrottleConfig(), default_signed=True)
         self.operations = Operations(
             self,
             "Operations",
@@ -129,6 +152,8 @@ class ArchiveStack(Stack):
         minting: MintingConfig,
         ci: CiConfig | None = None,
         operations: OperationsConfig | None = None,
+        throttles: ThrottleConfig | None = None,
+        resolver_service_ibi: str = RESOLVER_SERVICE_IBI,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -150,8 +175,10 @@ class ArchiveStack(Stack):
             log_retention=config.log_retention,
             join_resolver_url=config.join_resolver_url,
             registration_key_parameter=config.registration_key_parameter,
+            resolver_service_ibi=config.join_resolver_service_ibi or resolver_service_ibi,
         )
         grant_mint(self.minting, self.archive.role)
+        self._limit(config.lifecycle, throttles or ThrottleConfig())
         self.operations = Operations(
             self,
             "Operations",
@@ -196,6 +223,12 @@ class ArchiveStack(Stack):
             },
         )
 
+    def _limit(self, lifecycle: LifecycleConfig, throttles: ThrottleConfig) -> None:
+        """The APIs' throttles, and how long the buckets keep old versions and logs."""
+        throttle(self.minting.stage, throttles, default_signed=True)
+        throttle(self.archive.stage, throttles, signed=self.archive.deposit_routes)
+        _lifecycle(self.archive.files_bucket, self.archive.access_logs_bucket, lifecycle)
+
 
 class ResolverStack(Stack):
     """The resolver and the outputs its users and administrators need."""
@@ -207,16 +240,14 @@ class ResolverStack(Stack):
         *,
         config: ResolverConfig | None = None,
         operations: OperationsConfig | None = None,
+        throttles: ThrottleConfig | None = None,
+        waf: WafConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         config = config or ResolverConfig()
-        region = config.certificate_region
-        if region is not None and not Token.is_unresolved(self.region) and region != self.region:
-            raise ConfigError(
-                f"{RESOLVER_CONTEXT_KEY}.certificate_arn: the certificate is in {region}, the "
-                f"stack in {self.region}; an HTTP API's domain needs one in its own region"
-            )
+        _check_certificate_region(self, config)
+        _check_waf_region(self, waf)
         self.resolver = Resolver(
             self,
             "Resolver",
@@ -225,6 +256,9 @@ class ResolverStack(Stack):
             domain_name=config.domain_name,
             certificate_arn=config.certificate_arn,
             log_retention=config.log_retention,
+        )
+        throttle(
+            self.resolver.stage, throttles or ThrottleConfig(), signed=self.resolver.admin_routes
         )
         self.operations = Operations(
             self,
@@ -238,6 +272,7 @@ class ResolverStack(Stack):
                     # that make every resolution wait for them.
                     latency=Duration.millis(DEADLINE_SECONDS * 800),
                     client_errors=True,
+                    dead_letters=self.resolver.dead_letters,
                 )
             ],
             alarm_email=(operations or OperationsConfig()).alarm_email,
@@ -262,7 +297,26 @@ class ResolverStack(Stack):
                 "automatically)",
             ),
             "ResolverFunctionName": (self.resolver.function.function_name, "The Lambda"),
+            "AcknowledgmentDeadLettersArn": (
+                self.resolver.dead_letters.queue_arn,
+                "Acknowledgments that failed 5 deliveries: --source-arn of "
+                "aws sqs start-message-move-task to redrive them",
+            ),
         }
+        self.edge: RateLimitedEdge | None = None
+        if waf is not None:
+            self.edge = RateLimitedEdge(self, "Edge", api=self.resolver.api, config=waf)
+        _outputs(self, {**outputs, **self._entry_outputs(config)})
+
+    def _entry_outputs(self, config: ResolverConfig) -> dict[str, tuple[str, str]]:
+        """Where the public enters besides the API: the distribution, the custom domain."""
+        outputs: dict[str, tuple[str, str]] = {}
+        if self.edge is not None:
+            outputs["EdgeUrl"] = (
+                self.edge.url,
+                "The resolver behind CloudFront and its rate-based WAF rule (ibi:waf): "
+                "publish this, or point the custom domain's DNS here",
+            )
         if self.resolver.domain is not None:
             outputs["DomainTarget"] = (
                 self.resolver.domain.regional_domain_name,
@@ -273,27 +327,112 @@ class ResolverStack(Stack):
                 self.resolver.domain.regional_hosted_zone_id,
                 "Hosted zone of DomainTarget, for a Route 53 alias record",
             )
-        _outputs(self, outputs)
+        return outputs
+
+
+def _check_waf_region(stack: Stack, waf: WafConfig | None) -> None:
+    """A web ACL of CloudFront scope can only be made in us-east-1."""
+    if waf is not None and stack.region != WAF_REGION:
+        raise ConfigError(
+            f"{WAF_CONTEXT_KEY} needs {REGION_CONTEXT_KEY}={WAF_REGION}: a web ACL for "
+            "CloudFront exists only there (the stack's region: "
+            f"{'not pinned' if Token.is_unresolved(stack.region) else stack.region})"
+        )
+
+
+def _check_certificate_region(stack: Stack, config: ResolverConfig) -> None:
+    """A custom domain's certificate must be in the stack's region, which must be known.
+
+    An environment-agnostic stack's region is only known at deploy time, where a certificate
+    of another region fails the deploy halfway: a domain needs ``ibi:region``.
+    """
+    region = config.certificate_region
+    if region is None:
+        return
+    if Token.is_unresolved(stack.region):
+        raise ConfigError(
+            f"{RESOLVER_CONTEXT_KEY}.domain_name needs {REGION_CONTEXT_KEY}: the stack must "
+            f"know its region to check that the certificate (in {region}) is there"
+        )
+    if region != stack.region:
+        raise ConfigError(
+            f"{RESOLVER_CONTEXT_KEY}.certificate_arn: the certificate is in {region}, the "
+            f"stack in {stack.region}; an HTTP API's domain needs one in its own region"
+        )
+
+
+def _lifecycle(files: s3.Bucket, access_logs: s3.Bucket, config: LifecycleConfig) -> None:
+    """Expire the files bucket's noncurrent versions and the access log's old objects."""
+    files.add_lifecycle_rule(
+        id="ExpireNoncurrentVersions",
+        noncurrent_version_expiration=Duration.days(config.noncurrent_version_days),
+    )
+    access_logs.add_lifecycle_rule(
+        id="ExpireAccessLogs", expiration=Duration.days(config.access_log_days)
+    )
 
 
 def build_app(app: App) -> App:
-    """Add the chosen stacks to ``app`` (context ``ibi:stacks``), and the cdk-nag checks."""
+    """Add the chosen stacks to ``app`` (context ``ibi:stacks``), and the cdk-nag checks.
+
+    Each stack's id is its base id for the stage (``ibi:stage``: ``IbiArchive-staging``), in
+    the environment of ``ibi:region``/``ibi:account`` if given, tagged, and protected from
+    termination in production (:class:`infra.config.DeploymentConfig`).
+    """
     chosen = stacks_config(app)
-    operations = operations_config(app)
+    deployment = deployment_config(app)
+    common = {"operations": operations_config(app), "throttles": throttle_config(app)}
+    stacks: list[Stack] = []
     if "minting" in chosen:
-        minting = minting_config(app)
-        options = _stack_options(MINTING_STACK_ID, operations)
-        MintingStack(app, MINTING_STACK_ID, config=minting, ci=ci_config(app), **options)
+        options = {**common, **_stack_options(MINTING_STACK_ID, deployment)}
+        stacks.append(
+            MintingStack(
+                app,
+                deployment.stack_id(MINTING_STACK_ID),
+                config=minting_config(app),
+                ci=ci_config(app),
+                **options,
+            )
+        )
     if "archive" in chosen:
         archive, minting = archive_config(app), minting_config(app)
-        options = {"ci": ci_config(app), **_stack_options(ARCHIVE_STACK_ID, operations)}
-        ArchiveStack(app, ARCHIVE_STACK_ID, config=archive, minting=minting, **options)
+        options = {"ci": ci_config(app), **common, **_stack_options(ARCHIVE_STACK_ID, deployment)}
+        stacks.append(
+            ArchiveStack(
+                app,
+                deployment.stack_id(ARCHIVE_STACK_ID),
+                config=archive,
+                minting=minting,
+                resolver_service_ibi=resolver_config(app).service_ibi,
+                **options,
+            )
+        )
     if "resolver" in chosen:
-        options = _stack_options(RESOLVER_STACK_ID, operations)
-        ResolverStack(app, RESOLVER_STACK_ID, config=resolver_config(app), **options)
+        options = {**common, **_stack_options(RESOLVER_STACK_ID, deployment)}
+        stacks.append(
+            ResolverStack(
+                app,
+                deployment.stack_id(RESOLVER_STACK_ID),
+                config=resolver_config(app),
+                waf=waf_config(app),
+                **options,
+            )
+        )
+    for stack in stacks:
+        for key, value in deployment.all_tags.items():
+            Tags.of(stack).add(key, value)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 
 
-def _stack_options(stack_id: str, operations: OperationsConfig) -> dict[str, Any]:
-    return {"operations": operations, "description": STACK_DESCRIPTIONS[stack_id]}
+def _stack_options(stack_id: str, deployment: DeploymentConfig) -> dict[str, Any]:
+    description = STACK_DESCRIPTIONS[stack_id]
+    if deployment.stage is not None:
+        description = f"{description} (stage {deployment.stage})"
+    options: dict[str, Any] = {
+        "description": description,
+        "termination_protection": deployment.termination_protection,
+    }
+    if deployment.region is not None or deployment.account is not None:
+        options["env"] = Environment(account=deployment.account, region=deployment.region)
+    return options

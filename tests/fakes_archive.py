@@ -10,7 +10,7 @@ from typing import Any
 
 from functions.archive.files import FileMismatch, FileMissing
 from functions.archive.mapping import item_to_mapping
-from functions.archive.model import Forms, IssuedKey, Item, Profile
+from functions.archive.model import Forms, Item, Profile
 from functions.archive.store import ItemExists, StaleItem
 from ibi.core.labels import IBI
 
@@ -24,7 +24,7 @@ class MemoryItemStore:
         self.service: Forms | None = None
         self.languages: set[str] = set()
         self.unspecified = False
-        self.urlkeys: dict[str, tuple[IssuedKey, int, bool]] = {}
+        self.urlkeys: dict[str, int] = {}  # spent urlkeys, until when they are kept
         self.accesses: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -86,17 +86,12 @@ class MemoryItemStore:
                 self.service = forms
             return self.service
 
-    def issue_urlkey(
-        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
-    ) -> None:
-        self.urlkeys[urlkey] = (IssuedKey(label, dict(targets or {})), expires_at, False)
-
-    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None:
-        issued, expires_at, used = self.urlkeys.get(urlkey, (IssuedKey(""), 0, True))
-        if used or expires_at <= now:
-            return None
-        self.urlkeys[urlkey] = (issued, expires_at, True)
-        return issued
+    def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool:
+        with self._lock:  # as DynamoDB's conditional put: one spender
+            if urlkey in self.urlkeys:
+                return False
+            self.urlkeys[urlkey] = expires_at
+            return True
 
     def count_access(self, label: str) -> int:
         # As DynamoDB's ADD: on the record named (an alias record is not the item's).

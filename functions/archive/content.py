@@ -134,6 +134,12 @@ class ContentService:
             raise NotHeld(f"this Archive holds no item {label!r} yet")
         return item
 
+    def _signposts(self, item: Item) -> str:
+        """FAIR Signposting for the item's pages (``signposting.py``)."""
+        from functions.archive.signposting import links
+
+        return links(item, self.views, self.views.resolver_url)
+
     def serve_file(self, label: str, path: str, if_none_match: str | None) -> FileAnswer:
         """``GET /col/<ibi>[/<path>]``: the file, or where to get it, never damaged bytes."""
         item = self._public(label)
@@ -152,7 +158,7 @@ class ContentService:
         etag = f'"{chosen.sha256}"'
         if if_none_match == etag:
             return FileAnswer(304, {"ETag": etag})
-        headers = {"ETag": etag, "Cache-Control": CACHE_FILE}
+        headers = {"ETag": etag, "Cache-Control": CACHE_FILE, "Link": self._signposts(item)}
         if chosen.size > self._inline:
             name = chosen.path.rsplit("/", 1)[-1]
             location = self._files.presign_download(item.key, chosen.path, filename=name)
@@ -187,14 +193,25 @@ class ContentService:
     def file_list(self, label: str) -> Page:
         """``GET /list/<ibi>``: the file-list page (403 when the item is not listable)."""
         item = self._public(label)
-        return Page(200 if item.listable else 403, file_list_page(item, self.views))
+        signposts = {"Link": self._signposts(item)}
+        status = 200 if item.listable else 403
+        return Page(status, file_list_page(item, self.views), headers=signposts)
+
+    def linkset(self, label: str) -> Page:
+        """``GET /linkset/<ibi>``: the item's Signposting linkset (``signposting.py``)."""
+        from functions.archive.signposting import LINKSET, linkset_json
+
+        item = self._public(label)
+        body = linkset_json(item, self.views, self.views.resolver_url)
+        headers = {"Cache-Control": CACHE_METADATA, "Link": self._signposts(item)}
+        return Page(200, body, LINKSET, headers)
 
     def metadata(self, label: str, format: str | None) -> Page:
         """``GET /metadata/<ibi>``: the metadata page, or the oai_dc record."""
         item = self._public(label)
         if not item.dc:
             raise NotHeld(f"{item.key} has no metadata in this Archive")
-        cache = {"Cache-Control": CACHE_METADATA}
+        cache = {"Cache-Control": CACHE_METADATA, "Link": self._signposts(item)}
         if format == "oai_dc":
             return Page(200, oai_dc(item), "text/xml; charset=utf-8", cache)
         return Page(200, metadata_page(item, self.views), headers=cache)

@@ -130,20 +130,26 @@ def item_json(status: int, item: Item) -> Response[str]:
 # ---------------------------------------------------------------------------- public pages
 
 
-@app.get("/col/.+")
+@app.route("/col/.+", method=["GET", "HEAD"])  # HEAD: Signposting crawlers
 def get_file() -> Response[Any]:
     label, path = ibi_from(after("/col/"))
     etag = app.current_event.headers.get("if-none-match")
     return file_response(site().content.serve_file(label, path, etag), label)
 
 
-@app.get("/list/.+")
+@app.route("/list/.+", method=["GET", "HEAD"])  # HEAD: Signposting crawlers
 def get_file_list() -> Response[Any]:
     label, _ = ibi_from(after("/list/"))
     return page_response(site().content.file_list(label))
 
 
-@app.get("/metadata/.+")
+@app.route("/linkset/.+", method=["GET", "HEAD"])
+def get_linkset() -> Response[Any]:
+    label, _ = ibi_from(after("/linkset/"))
+    return page_response(site().content.linkset(label))
+
+
+@app.route("/metadata/.+", method=["GET", "HEAD"])  # HEAD: Signposting crawlers
 def get_metadata() -> Response[Any]:
     label, _ = ibi_from(after("/metadata/"))
     return page_response(site().content.metadata(label, query("format")))

@@ -30,21 +30,25 @@ Decisions (where seed 001 is silent):
 * Related items are looked up by every form of their IBI (``rep`` and ``ibip``).
 * ``acknowledgment`` always answers the constant ``notice {acknowledgment received}``
   (Algorithm 1); it counts one access only for a fresh urlkey this Archive issued and never
-  used, on the item whose URL the acknowledgment names (the translation, the metadata, the
-  last edition: where the reader went), else on the item asked.
+  used, on the item the acknowledgment names by its ``ibi`` when its ``url`` is one this
+  Archive offers for that item (the translation, the metadata, the last edition, a file:
+  where the reader went). Urlkeys are signed, not stored (``urlkeys.py``): a urlRequest
+  writes nothing; a genuine, fresh key is spent once, by the acknowledgment, in the table.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
+from urllib.parse import unquote
 
 from functions.archive.errors import ProtocolError
 from functions.archive.holdings import with_holdings
-from functions.archive.model import ContentType, Forms, IssuedKey, Item, Profile, State
+from functions.archive.model import ContentType, Forms, Item, Profile, State
+from functions.archive.urlkeys import UrlKeys
+from functions.shared.keys import RandomKeys
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, parse_query
 from ibi.core.relations import (
@@ -56,6 +60,7 @@ from ibi.core.relations import (
 )
 
 MAX_EDITION_HOPS = 64
+MAX_ACKNOWLEDGED_LABELS = 4  # an acknowledgment's ``ibi``: ``rep R ibip P`` at most, read
 
 
 class Views(Protocol):
@@ -82,11 +87,6 @@ class Target:
     item: Item | None
     inline_metadata_of: Item | None = None  # metadata with no IBI of its own, kept in the item
     url: str | None = None  # a URL known without holding the item (translation by URL)
-
-
-def new_urlkey(now: Decimal) -> str:
-    """``number "-" number`` with 10+ digits each (Table 5.1), fresh at every answer."""
-    return f"{int(now):010d}-{secrets.randbelow(10**16):016d}"
 
 
 def _language_serves(item_language: str | None, wanted: str | None) -> bool:
@@ -297,10 +297,7 @@ class ProtocolStore(Protocol):
 
     def get(self, label: str) -> Item | None: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
-    def issue_urlkey(
-        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
-    ) -> None: ...
-    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None: ...
+    def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
     def count_access(self, label: str) -> int: ...
 
 
@@ -330,12 +327,15 @@ class ProtocolService:
         views: Views,
         clock: Callable[[], Decimal],
         urlkey_ttl_seconds: int,
+        urlkeys: UrlKeys | None = None,
     ) -> None:
         self._store = store
         self.identity = identity
         self._views = views
         self._clock = clock
         self._ttl = urlkey_ttl_seconds
+        # Without keys of its own (tests): a key for this process only.
+        self._urlkeys = urlkeys or UrlKeys(RandomKeys())
 
     def is_service(self, label: str) -> bool:
         """Whether ``label`` is this Archive's service IBI (the protocol's address)."""
@@ -369,11 +369,8 @@ class ProtocolService:
         profile, asked = self._store.profile_and_item(label)  # one round trip
         now = self._clock()
 
-        def issue(targets: dict[str, str]) -> str:
-            key = new_urlkey(now)
-            held = asked.key if asked is not None else label
-            self._store.issue_urlkey(key, held, expires_at=int(now) + self._ttl, targets=targets)
-            return key
+        def issue(targets: dict[str, str]) -> str:  # signed, not stored: no write
+            return self._urlkeys.issue(now, self.identity.service.key)
 
         def holdings(wanted: str) -> Item | None:
             held = asked if wanted == label else self._store.get(wanted)
@@ -398,34 +395,54 @@ class ProtocolService:
         return ProtocolAnswer(pairs, metric, "urlRequest", details)
 
     def acknowledge(self, query: dict[str, str]) -> ProtocolAnswer:
-        """The constant notice; one access counted per fresh urlkey this Archive issued, on the
-        item whose URL the acknowledgment names (where the reader went)."""
+        """The constant notice; one access counted per genuine, fresh urlkey, spent once, on
+        the item the acknowledgment's ``ibi`` names and its ``url`` leads to."""
         urlkey = query.get("urlkey", "")
-        issued = self._store.use_urlkey(urlkey, now=int(self._clock())) if urlkey else None
-        if issued is None:
+        scope = self.identity.service.key
+        issued_at = self._urlkeys.check(urlkey, self._clock(), scope, self._ttl) if urlkey else None
+        went = self._went_to(query) if issued_at is not None else None
+        if (
+            issued_at is None
+            or went is None
+            or not self._store.spend_urlkey(urlkey, expires_at=issued_at + self._ttl)
+        ):
             ignored: dict[str, object] = {"urlkey": urlkey[:40]}
             event = "acknowledgment ignored"
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
-        label = _went_to(issued, query)
-        count = self._store.count_access(label)
-        details: dict[str, object] = {"ibi": label, "asked": issued.label, "accesses": count}
+        count = self._store.count_access(went.key)
+        details: dict[str, object] = {"ibi": went.key, "accesses": count}
         return ProtocolAnswer(NOTICE, "Acknowledgments", "acknowledged", details)
 
+    def _went_to(self, query: dict[str, str]) -> Item | None:
+        """The item held here that the acknowledgment names by its ``ibi`` (``rep R ibip P``
+        or a label) and whose URL it gives, as this Archive offers it now."""
+        url = query.get("url", "")
+        words = [w for w in query.get("ibi", "").split() if w not in {"rep", "ibip"}]
+        for label in words[:MAX_ACKNOWLEDGED_LABELS]:
+            try:
+                key = Forms.of(label).key
+            except InvalidInput:
+                continue
+            item = self._store.get(key)
+            if item is not None and item.usable and offers(item, url, self._views):
+                return item
+        return None
 
-def _went_to(issued: IssuedKey, query: dict[str, str]) -> str:
-    """The key of the item the acknowledged URL leads to: by its ``url``, else its ``ibi``
-    (``rep R ibip P`` or a label), else the item asked."""
-    by_url = issued.targets.get(query.get("url", ""))
-    if by_url is not None:
-        return by_url
-    words = query.get("ibi", "").split()
-    labels = [w for w in words if w not in {"rep", "ibip"}]
-    offered = set(issued.targets.values())
-    for label in labels:
-        try:
-            key = Forms.of(label).key
-        except InvalidInput:
-            continue
-        if key in offered:
-            return key
-    return issued.label
+
+def offers(item: Item, url: str, views: Views) -> bool:
+    """Whether ``url`` is one this Archive offers for ``item`` (``_url``): the item's own URL,
+    a file of it, its file list, its metadata page, or a translation known by its URL."""
+    if not url:
+        return False
+    if url in {
+        views.item_url(item),
+        views.file_list_url(item),
+        views.metadata_url(item, None),
+        views.metadata_url(item, "oai_dc"),
+    }:
+        return True
+    if any(t.ibi is None and t.url == url for t in item.translations):
+        return True
+    files = views.file_url(item, "")
+    path = unquote(url[len(files) :]) if url.startswith(files) else ""
+    return bool(path) and item.has_file(path) and views.file_url(item, path) == url

@@ -46,6 +46,10 @@ class ArchiveSettings:
     subsystem_prefixes: tuple[str, ...] = ()
     # Networks a transfer may reach besides public addresses (loopback, locally).
     allow_networks: tuple[str, ...] = ()
+    # The HMAC key urlkeys are signed under (urlkeys.py): a Secrets Manager secret in AWS, a
+    # file locally; neither: a key of this process only (tests, one in-process Archive).
+    urlkey_secret_arn: str | None = None
+    urlkey_secret_file: str | None = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
@@ -86,6 +90,8 @@ class ArchiveSettings:
                 allow_networks=tuple(
                     str(ipaddress.ip_network(n)) for n in _listed(env, "IBI_ALLOW_NETWORKS")
                 ),
+                urlkey_secret_arn=env.get("IBI_URLKEY_SECRET_ARN") or None,
+                urlkey_secret_file=env.get("IBI_URLKEY_SECRET_FILE") or None,
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error

@@ -5,8 +5,9 @@ the item as JSON and a ``version`` for optimistic updates; its other label is an
 record pointing to the main one, so the item is found by either form (spec §7.4). Both are
 written with ``attribute_not_exists``: an Archive holds at most one item per IBI.
 Alongside: ``#service`` (the Archive's own service item), ``#profile`` (the languages it
-holds, from which its relation set is derived) and ``#urlkey#…`` (keys issued in answers,
-expiring through the table's TTL).
+holds, from which its relation set is derived) and ``#urlkey#…`` (urlkeys already spent by an
+acknowledgment, kept until their validity window ends, then removed by the table's TTL).
+Urlkeys are signed, not stored when issued (``urlkeys.py``): a urlRequest only reads.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.archive.mapping import item_from_mapping, item_to_mapping
-from functions.archive.model import Forms, IssuedKey, Item, Profile
+from functions.archive.model import Forms, Item, Profile
 from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
 from functions.shared.dynamo import ensure_table as create_table
 
@@ -56,10 +57,7 @@ class ItemStore(Protocol):
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def service_item(self) -> Forms | None: ...
     def claim_service_item(self, forms: Forms) -> Forms: ...
-    def issue_urlkey(
-        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
-    ) -> None: ...
-    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None: ...
+    def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
     def count_access(self, label: str) -> int: ...
     def access_count(self, label: str) -> int: ...
     def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
@@ -284,41 +282,25 @@ class DynamoItemStore:
 
     # -- urlkeys and access counts ---------------------------------------------------------------
 
-    def issue_urlkey(
-        self, urlkey: str, label: str, *, expires_at: int, targets: dict[str, str] | None = None
-    ) -> None:
-        record = {
-            "label": {"S": URLKEY_PREFIX + urlkey},
-            "item": {"S": label},
-            "expires_at": {"N": str(expires_at)},
-        }
-        if targets:
-            record["targets"] = {"S": json.dumps(targets, separators=(",", ":"))}
+    def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool:
+        """Mark a genuine urlkey spent; False if it was spent already (one write, conditional
+        on the key's id: of concurrent acknowledgments of one key, exactly one spends it).
+        The record lives until ``expires_at``, the end of the key's window (table TTL)."""
         try:
-            self._client.put_item(TableName=self._table, Item=record)
-        except AWS_ERRORS as error:
-            raise _error(error, "issuing a urlkey") from error
-
-    def use_urlkey(self, urlkey: str, *, now: int) -> IssuedKey | None:
-        """Spend a urlkey issued by this Archive and still fresh; what it was issued for."""
-        try:
-            answer = self._client.update_item(
+            self._client.put_item(
                 TableName=self._table,
-                Key={"label": {"S": URLKEY_PREFIX + urlkey}},
-                UpdateExpression="SET used_at = :now",
-                ConditionExpression="attribute_exists(#label) AND attribute_not_exists(used_at)"
-                " AND expires_at > :now",
+                Item={
+                    "label": {"S": URLKEY_PREFIX + urlkey},
+                    "expires_at": {"N": str(expires_at)},
+                },
+                ConditionExpression="attribute_not_exists(#label)",
                 ExpressionAttributeNames={"#label": "label"},
-                ExpressionAttributeValues={":now": {"N": str(now)}},
-                ReturnValues="ALL_NEW",
             )
         except AWS_ERRORS as error:
             if is_conditional_failure(error):
-                return None
+                return False
             raise _error(error, "spending a urlkey") from error
-        attributes = answer["Attributes"]
-        targets = json.loads(attributes["targets"]["S"]) if "targets" in attributes else {}
-        return IssuedKey(attributes["item"]["S"], targets)
+        return True
 
     def count_access(self, label: str) -> int:
         try:

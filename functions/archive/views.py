@@ -17,12 +17,16 @@ from xml.etree import ElementTree
 from functions.archive.files import attachment
 from functions.archive.model import DC_ELEMENTS, Item
 
+RESOLVER_URL = "http://urlib.net"  # the persistent URLs' resolver when none is configured
+
 
 class ArchiveViews:
-    """The Archive's public URLs under ``base_url``."""
+    """The Archive's public URLs under ``base_url``; its items' persistent URLs at
+    ``resolver_url`` (the resolver it joins, else urlib.net's: spec §3, ``http://`` resolver)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, resolver_url: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self.resolver_url = (resolver_url or RESOLVER_URL).rstrip("/")
 
     def item_url(self, item: Item) -> str | None:
         if item.external_url:
@@ -39,6 +43,9 @@ class ArchiveViews:
 
     def file_list_url(self, item: Item) -> str:
         return f"{self.base_url}/list/{item.key}"
+
+    def linkset_url(self, item: Item) -> str:
+        return f"{self.base_url}/linkset/{item.key}"
 
     def metadata_url(self, item: Item, format: str | None) -> str:
         url = f"{self.base_url}/metadata/{item.key}"

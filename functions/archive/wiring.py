@@ -30,8 +30,10 @@ from functions.archive.service import ArchiveService, Minter
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore
 from functions.archive.transfer import Receiver
+from functions.archive.urlkeys import UrlKeys
 from functions.archive.views import ArchiveViews
 from functions.shared.edge import clock as system_clock
+from functions.shared.keys import FileKeys, KeySource, RandomKeys, SecretKeys
 
 logger = Logger(service="archive", child=True)
 
@@ -59,6 +61,7 @@ class Runtime:
     files: FileStore | None = None
     join: Joiner | None = None
     receivers: Receivers | None = None
+    urlkeys: UrlKeys | None = None  # None: a key of this process only
     _site: Site | None = None
 
     def __post_init__(self) -> None:
@@ -87,7 +90,7 @@ class Runtime:
         identity = ArchiveIdentity(
             address=base.split("://", 1)[1], service=service, platform=self.settings.platform
         )
-        views = ArchiveViews(base)
+        views = ArchiveViews(base, self.settings.join_resolver_url)
         content = ContentService(
             self.service,
             views=views,
@@ -101,6 +104,7 @@ class Runtime:
             views=views,
             clock=self.clock,
             urlkey_ttl_seconds=self.settings.urlkey_ttl_seconds,
+            urlkeys=self.urlkeys,
         )
         return Site(identity, views, content, protocol)
 
@@ -182,6 +186,17 @@ def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
     return Receivers(connect=connect)
 
 
+def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeySource:
+    """Where the urlkeys' HMAC keys come from: the secret, else the file, else this process."""
+    if settings.urlkey_secret_arn:
+        if secretsmanager is None:
+            raise ValueError("IBI_URLKEY_SECRET_ARN needs a Secrets Manager client")
+        return SecretKeys(secretsmanager, settings.urlkey_secret_arn)
+    if settings.urlkey_secret_file:
+        return FileKeys(settings.urlkey_secret_file)
+    return RandomKeys()
+
+
 def parameter_reader(ssm: Any, name: str) -> Callable[[], str]:
     """Read SecureString ``name`` (the registration key) when it is needed."""
 
@@ -203,6 +218,7 @@ def build(
     registration_key: Callable[[], str] | None = None,
     mint: Minter | None = None,
     clock: Callable[[], Decimal] = system_clock,
+    secretsmanager: Any = None,
 ) -> Runtime:
     """The runtime over these clients; ``mint`` defaults to the settings' minting API."""
     store = DynamoItemStore(dynamodb, settings.table)
@@ -228,6 +244,8 @@ def build(
         files=files,
         join=switch_on(settings, registration_key) if joining and registration_key else None,
         receivers=receivers(settings.allow_networks),
+        # Read when the first urlkey is issued or checked, once per execution environment.
+        urlkeys=UrlKeys(urlkey_source(settings, secretsmanager)),
     )
 
 
@@ -251,7 +269,14 @@ def _from_environment() -> Runtime:
     s3 = aws_client("s3", config=Config(signature_version="s3v4")) if settings.bucket else None
     parameter = settings.registration_key_parameter
     key = parameter_reader(aws_client("ssm"), parameter) if parameter else None
-    return build(settings, dynamodb=aws_client("dynamodb"), s3=s3, registration_key=key)
+    secrets = aws_client("secretsmanager") if settings.urlkey_secret_arn else None
+    return build(
+        settings,
+        dynamodb=aws_client("dynamodb"),
+        s3=s3,
+        registration_key=key,
+        secretsmanager=secrets,
+    )
 
 
 def runtime() -> Runtime:

@@ -1,24 +1,31 @@
 """Acknowledgments (spec Table 6.11): telling the Archive that gave a URL that it was used.
 
-Built from the answer that gave the URL, and sent in the background, after the redirect is
-answered: an acknowledgment never delays a resolution, and its failure is only logged.
+Two halves, either side of a durable queue (``queue.py``). :class:`Acknowledgments` runs in the
+resolver's request: it builds the message from the answer that gave the URL and puts it on the
+queue *before* the handler returns (one SendMessage, a few milliseconds), so a Lambda frozen
+after it answers loses nothing. :class:`Delivery` runs in the drain (``drain.py``): it sends the
+message to the Archive, still registered, through the same transport and address policy as
+the fan-out, and raises when the Archive does not confirm, so that the queue retries it.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import json
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Endpoint, Request, Transport
-from functions.resolver.registry import RegisteredArchive
+from functions.resolver.queue import AckQueue
 from functions.resolver.resolution import Found
 from ibi.core.pairlist import format_pair_list
 
 logger = Logger(service="resolver", child=True)
 
-WORKERS = 4
+
+class AcknowledgmentFailed(RuntimeError):
+    """The Archive did not confirm the acknowledgment: the queue delivers it again."""
 
 
 def acknowledgment_pairs(
@@ -41,44 +48,56 @@ def acknowledgment_pairs(
 
 
 class Acknowledgments:
-    """Sends acknowledgments on a small pool of threads of its own."""
+    """Puts each acknowledgment on the queue, in the request; never raises into it."""
 
-    def __init__(
-        self,
-        transport: Transport,
-        directory: ArchiveDirectory,
-        *,
-        timeout: float,
-        pool: ThreadPoolExecutor | None = None,
-    ) -> None:
-        self.transport = transport
+    def __init__(self, queue: AckQueue, directory: ArchiveDirectory) -> None:
+        self.queue = queue
         self.directory = directory
-        self.timeout = timeout
-        self.pool = pool or ThreadPoolExecutor(max_workers=WORKERS)
 
     def send(self, found: Found, persistent_url: str, client_ips: str, correlation_id: str) -> None:
-        """Acknowledge ``found`` to its Archive (when it gave a urlkey), in the background."""
+        """Queue the acknowledgment of ``found`` (when its Archive gave a urlkey)."""
         archive = self.directory.find(found.answer.archive)
         if archive is None or not found.answer.pairs or not found.answer.pairs.word("urlkey"):
             return
-        pairs = acknowledgment_pairs(found, persistent_url, client_ips)
-        self.pool.submit(self._deliver, archive, found.ibi, pairs, correlation_id)
-
-    def _deliver(
-        self,
-        archive: RegisteredArchive,
-        ibi: str,
-        pairs: list[tuple[str, str]],
-        correlation_id: str,
-    ) -> None:
+        body = json.dumps(
+            {
+                "archive": archive.service_ibi,
+                "ibi": found.ibi,
+                "pairs": acknowledgment_pairs(found, persistent_url, client_ips),
+                "correlation_id": correlation_id,
+            },
+            separators=(",", ":"),
+        )
         try:
-            endpoint = Endpoint.parse(archive.address or "", archive.protocol)
-            request = Request(endpoint, archive.service_ibi, pairs, correlation_id)
-            answer = self.transport.send(request, timeout=self.timeout)
-            if answer.words("notice") != ("acknowledgment", "received"):
-                raise ValueError(f"answered {format_pair_list(answer)[:100]!r}")
-        except Exception as error:
+            self.queue.send(body)
+        except Exception as error:  # the redirect is answered all the same
             logger.warning(
-                "acknowledgment failed",
-                extra={"archive": archive.service_ibi, "ibi": ibi, "problem": str(error)[:200]},
+                "acknowledgment not queued",
+                extra={"archive": archive.service_ibi, "problem": str(error)[:200]},
             )
+
+
+class Delivery:
+    """Sends one queued acknowledgment to its Archive; raises when it must be retried."""
+
+    def __init__(self, transport: Transport, directory: ArchiveDirectory, *, timeout: float):
+        self.transport = transport
+        self.directory = directory
+        self.timeout = timeout
+
+    def deliver(self, body: str) -> None:
+        message: dict[str, Any] = json.loads(body)
+        service_ibi, ibi = str(message["archive"]), str(message["ibi"])
+        pairs = [(str(name), str(value)) for name, value in message["pairs"]]
+        archive = self.directory.find(service_ibi)
+        if archive is None or not archive.address:  # unregistered since: nobody to tell
+            logger.info("acknowledgment dropped", extra={"archive": service_ibi, "ibi": ibi})
+            return
+        try:
+            endpoint = Endpoint.parse(archive.address, archive.protocol)
+            request = Request(endpoint, archive.service_ibi, pairs, str(message["correlation_id"]))
+            answer = self.transport.send(request, timeout=self.timeout)
+        except Exception as error:
+            raise AcknowledgmentFailed(f"{service_ibi}: {str(error)[:200]}") from error
+        if answer.words("notice") != ("acknowledgment", "received"):
+            raise AcknowledgmentFailed(f"{service_ibi} answered {format_pair_list(answer)[:100]!r}")

@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.resolver import pages, wiring
+from functions.resolver import negotiation, pages, wiring
 from functions.resolver.registry import RegistryError
 from functions.resolver.resolving import Lookup, Redirect
 from functions.shared.edge import (
@@ -219,16 +219,20 @@ def persistent_url() -> Response[str]:
     except InvalidInput as error:
         metrics.add_metric(name="MalformedPersistentURL", unit=MetricUnit.Count, value=1)
         return alert(400, "Malformed persistent URL", f"{target[:300]}: {error}")
+    wanted = negotiation.choose(event.headers.get("accept"))
+    if isinstance(wanted, negotiation.NotAcceptable):
+        return not_acceptable(wanted.asked)
     lookup = Lookup(
         url=url,
         persistent_url=public_base(event) + target,
         client_ips=client_ips(event),
         correlation_id=event.request_context.request_id,
         accept_language=event.headers.get("accept-language"),
+        holdings=wanted is not None,
     )
     result = runtime.resolving.resolve(lookup)
     if isinstance(result, Redirect):
-        return redirect(result.url, **{"Cache-Control": "no-cache", **result.headers})
+        return answer_found(result, lookup, wanted)
     found = result.alert
     return alert(
         found.status,
@@ -238,6 +242,33 @@ def persistent_url() -> Response[str]:
         persistent_url=result.persistent_url,
         holdings=url.ibi.label,  # who holds it: linked from every alert of a resolution
     )
+
+
+def answer_found(found: Redirect, lookup: Lookup, wanted: str | None) -> Response[str]:
+    """The 302 with its Signposting links, or the negotiated citation (issue 16)."""
+    base = public_base(app.current_event)
+    cite_as = negotiation.link_target(f"{base}/{found.ibi or lookup.url.ibi.label}")
+    canonical = negotiation.link_target(lookup.persistent_url)
+    headers = {
+        "Cache-Control": "no-cache",
+        "Vary": "Accept",
+        "Link": negotiation.signposting_links(cite_as, canonical=canonical),
+        **found.headers,
+    }
+    if wanted is None:
+        return redirect(found.url, **headers)
+    record = negotiation.record_of(found.pairs, persistent_url=cite_as, ibi=found.ibi)
+    if record is None:
+        return not_acceptable(wanted, "The Archive holding this item gives no Dublin Core for it.")
+    metrics.add_metric(name="NegotiatedAnswers", unit=MetricUnit.Count, value=1)
+    body = negotiation.render(wanted, record)
+    return text_response(200, body, content_type=negotiation.content_type(wanted), **headers)
+
+
+def not_acceptable(asked: str, reason: str = "") -> Response[str]:
+    body = (reason + "\n" if reason else "") + negotiation.not_acceptable_text(asked)
+    headers = {"Vary": "Accept", "Cache-Control": "no-cache"}
+    return text_response(406, body, content_type=TEXT_UTF8, **headers)
 
 
 def switch(query: str) -> Response[str]:

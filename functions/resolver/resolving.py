@@ -1,13 +1,14 @@
 """One persistent URL, end to end: the resolution over the fan-out, the answer, its effects.
 
 The resolution (``resolution.py``) decides; this service runs it for one request, checks the
-URL it found before anyone is sent there, starts the acknowledgment, and logs and counts
-what happened. The route only parses the request and answers what this returns.
+URL it found before anyone is sent there, queues the acknowledgment (before it answers), and
+logs and counts what happened. The route only parses the request and answers what this returns.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger, Metrics
@@ -15,7 +16,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver.acknowledgments import Acknowledgments
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Alert, Conflict, Resolver
+from functions.resolver.resolution import Alert, ArchiveAnswer, Conflict, Patience, Resolver
+from ibi.core.pairlist import PairList
 from ibi.core.persistent_url import PersistentURL
 
 logger = Logger(service="resolver", child=True)
@@ -35,12 +37,15 @@ class Lookup:
     client_ips: str  # the client's IP then its proxies (Table 6.6)
     correlation_id: str
     accept_language: str | None = None
+    holdings: bool = False  # also ask for the holdings pairs (a negotiated answer, issue 16)
 
 
 @dataclass(frozen=True, slots=True)
 class Redirect:
     url: str
     headers: dict[str, str] = field(default_factory=dict)  # besides Location
+    ibi: str = ""  # the IBI whose answer gave the URL
+    pairs: PairList | None = None  # that answer (with the holdings pairs, when asked for)
 
 
 def conflict_header(conflicts: tuple[Conflict, ...]) -> str:
@@ -75,10 +80,17 @@ class ResolvingService:
         self.acknowledgments = acknowledgments
 
     def resolve(self, lookup: Lookup) -> Redirect | Refusal:
-        resolver = Resolver(
-            self.fanout.for_request(lookup.correlation_id),
-            accept_language=lookup.accept_language,
-        )
+        plain = self.fanout.for_request(lookup.correlation_id)
+
+        def with_holdings(
+            ibi: str, pairs: Sequence[tuple[str, str]], wait: Patience | None
+        ) -> list[ArchiveAnswer]:
+            from ibi.core.holdings import REQUEST_PAIR  # here: not for a cold start's redirect
+
+            return plain(ibi, [*pairs, REQUEST_PAIR], wait)
+
+        ask = with_holdings if lookup.holdings else plain
+        resolver = Resolver(ask, accept_language=lookup.accept_language)
         started = time.monotonic()
         result = resolver.resolve(lookup.url, lookup.client_ips)
         elapsed_ms = (time.monotonic() - started) * 1000
@@ -105,7 +117,7 @@ class ResolvingService:
         )
         metrics.add_metric(name="Resolution302", unit=MetricUnit.Count, value=1)
         if not result.conflicts:
-            return Redirect(result.url)
+            return Redirect(result.url, ibi=result.ibi, pairs=result.answer.pairs)
         # The 302 stays (spec §5.3), but the conflict is said, logged and counted.
         metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
         header = conflict_header(result.conflicts)
@@ -113,4 +125,6 @@ class ResolvingService:
         logger.warning(
             "two archives claim the original", extra={"conflict": header, "relations": relations}
         )
-        return Redirect(result.url, {CONFLICT_HEADER: header})
+        return Redirect(
+            result.url, {CONFLICT_HEADER: header}, ibi=result.ibi, pairs=result.answer.pairs
+        )

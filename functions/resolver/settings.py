@@ -40,6 +40,10 @@ class ResolverSettings:
     failure_limit: int = FAILURE_LIMIT
     failure_window: int = FAILURE_WINDOW
     guess_cap: int = GUESS_CAP
+    # Where acknowledgments are queued (acknowledgments.py): an SQS queue in AWS (required
+    # there), else a directory (``ibi local``), else a temporary one (tests).
+    ack_queue_url: str | None = None
+    ack_queue_dir: str | None = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ResolverSettings:
@@ -61,6 +65,8 @@ class ResolverSettings:
             grace = _grace_seconds(env.get("IBI_ORIGINAL_GRACE_MS"), timeout)
             if not (env.get("IBI_PEPPER_SECRET_ARN") or env.get("IBI_PEPPER_FILE")):
                 raise ValueError("set IBI_PEPPER_SECRET_ARN (AWS) or IBI_PEPPER_FILE (local)")
+            if env.get("IBI_PEPPER_SECRET_ARN") and not env.get("IBI_ACK_QUEUE_URL"):
+                raise ValueError("in AWS (IBI_PEPPER_SECRET_ARN) set IBI_ACK_QUEUE_URL too")
             return cls(
                 table=env["IBI_RESOLVER_TABLE"],
                 throttle_table=env.get("IBI_THROTTLE_TABLE")
@@ -74,9 +80,42 @@ class ResolverSettings:
                 original_grace=grace,
                 max_answer_bytes=int(env.get("IBI_MAX_ANSWER_BYTES", str(256 * 1024))),
                 name=env.get("IBI_RESOLVER_NAME", "IBI resolver"),
+                ack_queue_url=env.get("IBI_ACK_QUEUE_URL") or None,
+                ack_queue_dir=env.get("IBI_ACK_QUEUE_DIR") or None,
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid resolver configuration: {error}") from error
+
+
+@dataclass(frozen=True, slots=True)
+class DrainSettings:
+    """The acknowledgment drain's configuration (drain.py): what delivering needs, no pepper."""
+
+    table: str
+    allow_networks: tuple[str, ...]
+    archive_timeout: float = 3.0
+    max_answer_bytes: int = 256 * 1024
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> DrainSettings:
+        env = os.environ if environ is None else environ
+        try:
+            allow = tuple(
+                n.strip() for n in env.get("IBI_ALLOW_NETWORKS", "").split(",") if n.strip()
+            )
+            for network in allow:
+                ipaddress.ip_network(network)
+            timeout = float(env.get("IBI_ARCHIVE_TIMEOUT_SECONDS", "3"))
+            if not 0.1 <= timeout <= 25:
+                raise ValueError("need 0.1 <= IBI_ARCHIVE_TIMEOUT_SECONDS <= 25")
+            return cls(
+                table=env["IBI_RESOLVER_TABLE"],
+                allow_networks=allow,
+                archive_timeout=timeout,
+                max_answer_bytes=int(env.get("IBI_MAX_ANSWER_BYTES", str(256 * 1024))),
+            )
+        except (KeyError, ValueError) as error:
+            raise ConfigurationError(f"invalid drain configuration: {error}") from error
 
 
 def _grace_seconds(text: str | None, timeout: float) -> float:

@@ -7,21 +7,27 @@ AWS clients made then, never at import.
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.acknowledgments import Acknowledgments, Delivery
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
 from functions.resolver.network import AddressPolicy, ArchiveTransport
 from functions.resolver.pepper import FilePepper, PepperSource, SecretPepper
+from functions.resolver.queue import AckQueue, LocalQueue, SqsQueue
 from functions.resolver.registry import DynamoRegistry
 from functions.resolver.resolving import ResolvingService
 from functions.resolver.service import RegistrationService
 from functions.resolver.settings import ConfigurationError, ResolverSettings
 from functions.resolver.throttle import DynamoThrottle
 from functions.shared.edge import clock
+
+if TYPE_CHECKING:  # drain.py imports the Powertools batch utility (~130 ms): local mode only
+    from functions.resolver.drain import LocalDrainer
 
 
 @dataclass
@@ -34,6 +40,8 @@ class Runtime:
     fanout: FanOut
     acknowledgments: Acknowledgments
     resolving: ResolvingService
+    queue: AckQueue  # where acknowledgments wait for the drain (queue.py)
+    drainer: LocalDrainer | None  # local mode and tests only; in AWS the drain is a Lambda
 
 
 def pepper_source(settings: ResolverSettings, secretsmanager: Any = None) -> PepperSource:
@@ -45,7 +53,28 @@ def pepper_source(settings: ResolverSettings, secretsmanager: Any = None) -> Pep
     return FilePepper(str(settings.pepper_file))
 
 
-def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = None) -> Runtime:
+def acknowledgment_queue(
+    settings: ResolverSettings, delivery: Delivery, sqs: Any = None
+) -> tuple[AckQueue, LocalDrainer | None]:
+    """SQS when the settings name a queue (AWS: no thread, the drain Lambda delivers), else a
+    directory drained in this process by the same code (``ibi local``, tests)."""
+    if settings.ack_queue_url:
+        from ibi.aws import aws_client
+
+        return SqsQueue(lambda: sqs or aws_client("sqs"), settings.ack_queue_url), None
+    from functions.resolver.drain import LocalDrainer
+
+    directory = settings.ack_queue_dir or tempfile.mkdtemp(prefix="ibi-acknowledgments-")
+    queue = LocalQueue(Path(directory))
+    drainer = LocalDrainer(queue, delivery)
+    if queue.waiting():  # left by an earlier run: deliver them now
+        drainer.start()
+    return queue, drainer
+
+
+def build(
+    settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = None, sqs: Any = None
+) -> Runtime:
     registry = DynamoRegistry(dynamodb, settings.table)
     transport = ArchiveTransport(
         AddressPolicy(settings.allow_networks), max_answer_bytes=settings.max_answer_bytes
@@ -70,7 +99,9 @@ def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = No
         deadline=settings.deadline,
         grace=settings.original_grace,
     )
-    acknowledgments = Acknowledgments(transport, directory, timeout=settings.archive_timeout)
+    delivery = Delivery(transport, directory, timeout=settings.archive_timeout)
+    queue, drainer = acknowledgment_queue(settings, delivery, sqs)
+    acknowledgments = Acknowledgments(queue, directory)
     return Runtime(
         settings=settings,
         registry=registry,
@@ -80,6 +111,8 @@ def build(settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = No
         fanout=fanout,
         acknowledgments=acknowledgments,
         resolving=ResolvingService(fanout, acknowledgments),
+        queue=queue,
+        drainer=drainer,
     )
 
 

@@ -176,3 +176,19 @@ def ensure_demo(data_dir: Path, archive_a: str, archive_b: str, minting: str) ->
 
 def _asdict(url: DemoURL) -> dict[str, Any]:
     return {"path": url.path, "expect": url.expect, "what": url.what}
+
+
+CITATION_TYPES = ("application/x-bibtex", "application/vnd.citationstyles.csl+json")
+
+
+def citation_examples(resolver_url: str, urls: list[DemoURL]) -> list[str]:
+    """``curl -H "Accept: …"`` lines that get the demo report's citation (issue 16)."""
+    if not urls:
+        return []
+    report = f"{resolver_url}{urls[0].path}"
+    return [
+        "",
+        "Its citation, by content negotiation at the persistent URL (docs/resolver.md):",
+        *(f'  curl -H "Accept: {kind}" {report}' for kind in CITATION_TYPES),
+        f"  curl -I {report}    (the Link header: FAIR Signposting)",
+    ]

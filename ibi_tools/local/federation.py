@@ -172,8 +172,12 @@ class LocalFederation:
                 "IBI_PEPPER_FILE": str(self.data_dir / "keys" / "resolver-pepper"),
                 "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # local mode: loopback Archives
                 "IBI_RESOLVER_NAME": "ibi local resolver",
+                # Acknowledgments wait here (a file each, surviving restarts) and every
+                # worker drains them with the code the drain Lambda runs (drain.py).
+                "IBI_ACK_QUEUE_DIR": str(self.data_dir / "acknowledgments"),
             }
         )
+        private_dir(self.data_dir / "acknowledgments")
         FilePepper(str(settings.pepper_file)).load()  # made once, before the workers start
 
         def handler() -> Any:  # in each worker process: its own client, its own runtime
@@ -264,6 +268,8 @@ class LocalFederation:
                     for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
                 ),
                 "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # transfers to loopback Archives
+                # the urlkeys' HMAC key, shared by the workers (Secrets Manager in AWS)
+                "IBI_URLKEY_SECRET_FILE": str(self.data_dir / "keys" / f"{name}-urlkey"),
             }
         )
 
@@ -323,6 +329,9 @@ class LocalFederation:
                 for url in self.demo_urls:
                     lines.append(f"  {url.expect}  {self.resolver_url}{url.path}")
                     lines.append(f"       {url.what}")
+                from ibi_tools.local.demo import citation_examples
+
+                lines += citation_examples(self.resolver_url, self.demo_urls)
             lines += [
                 "",
                 "Try:",

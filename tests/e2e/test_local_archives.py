@@ -6,6 +6,7 @@ import json
 import signal
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -72,7 +73,13 @@ def test_deposit_resolve_acknowledge_restart(local: LocalRun, tmp_path: Path) ->
     )
     assert with_path.word("url") == f"{archive}/col/{ibip}/reference.bib"
 
-    notice = protocol(archive, servicesubject="acknowledgment", urlkey=answer.word("urlkey") or "")
+    notice = protocol(  # Table 6.11: where the reader went, by its ibi and url
+        archive,
+        servicesubject="acknowledgment",
+        urlkey=answer.word("urlkey") or "",
+        ibi=f"ibip%20{ibip}",
+        url=quote(answer.word("url") or "", safe=""),
+    )
     assert notice.words("notice") == ("acknowledgment", "received")
     shown = cli("archive", "item", ibip, "--endpoint", archive)
     assert json.loads(shown.stdout)["accesses"] == 1

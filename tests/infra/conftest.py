@@ -52,6 +52,7 @@ CERTIFICATE_ARN = (
 EVERYTHING = {
     "ibi:ci": {"repository": "inpe/urlib", "environment": "release"},
     "ibi:resolver": {"domain_name": "urlib.example.org", "certificate_arn": CERTIFICATE_ARN},
+    "ibi:region": "eu-west-1",  # a custom domain needs the stacks' region (the certificate's)
     "ibi:operations": {"alarm_email": "ibi-alarms@example.org"},
     "ibi:archive": {
         "join": {

@@ -49,7 +49,9 @@ DEPOSIT_ROUTE_KEYS = {
     "DELETE /api/transfers",
 }
 PUBLIC_ROUTE_KEY = "GET /{proxy+}"
+PUBLIC_HEAD_ROUTE_KEY = "HEAD /{proxy+}"
 GUARD_ROUTE_KEY = "GET /api/{proxy+}"
+HEAD_GUARD_ROUTE_KEY = "HEAD /api/{proxy+}"
 EVENTS = Path(__file__).resolve().parents[2] / "events" / "archive"
 
 
@@ -93,6 +95,7 @@ def test_items_table(archive_synthesized: Archive) -> None:
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "SSESpecification": {"SSEEnabled": True},
         "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+        "DeletionProtectionEnabled": True,  # issue 13: no DeleteTable, no replacement
     }
 
 
@@ -144,7 +147,13 @@ def test_only_uncommitted_uploads_expire(archive_synthesized: Archive) -> None:
                 "ExpirationInDays": 1,
                 "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
                 "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
-            }
+            },
+            # issue 13: versions overwritten or deleted (history/ holds current objects)
+            {
+                "Id": "ExpireNoncurrentVersions",
+                "Status": "Enabled",
+                "NoncurrentVersionExpiration": {"NoncurrentDays": 90},
+            },
         ]
     }
 
@@ -207,6 +216,9 @@ def test_function_environment(archive_synthesized: Archive) -> None:
         },
         # cdk.json leaves base_url, platform_software and mint_subsystem to the Lambda
         "IBI_URLKEY_TTL_SECONDS": "600",
+        "IBI_URLKEY_SECRET_ARN": {
+            "Ref": archive_synthesized.logical_id(stack.archive.urlkey_secret)
+        },
         # its minting service's subsystems, both forms: the IBIs it takes originals for
         "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
             prefix
@@ -226,6 +238,7 @@ def test_the_function_accepts_its_environment(archive_synthesized: Archive) -> N
         "IBI_ARCHIVE_TABLE": "items-table",
         "IBI_ARCHIVE_BUCKET": "files-bucket",
         "IBI_MINT_ENDPOINT": "https://abc123.execute-api.eu-west-1.amazonaws.com/",
+        "IBI_URLKEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:u-AbCdEf",
     }
     resolved = {
         name: value if isinstance(value, str) else placeholders[name]
@@ -282,6 +295,9 @@ def test_function_role_grants_exactly_what_the_function_does(
         arn_of(logical_id(stack.archive.files_bucket)): {"s3:ListBucket"},
         arn_of(logical_id(stack.archive.log_group)): LOG_ACTIONS,
         json.dumps(mint_route, sort_keys=True): {"execute-api:Invoke"},
+        json.dumps({"Ref": logical_id(stack.archive.urlkey_secret)}): {
+            "secretsmanager:GetSecretValue"
+        },
         json.dumps("*"): XRAY_ACTIONS,
     }
 
@@ -306,7 +322,9 @@ def test_every_route_and_its_authorization(archive_synthesized: Archive) -> None
     authorization = _route_authorization(archive_synthesized)
     assert authorization == {
         PUBLIC_ROUTE_KEY: "NONE",
+        PUBLIC_HEAD_ROUTE_KEY: "NONE",
         GUARD_ROUTE_KEY: "AWS_IAM",
+        HEAD_GUARD_ROUTE_KEY: "AWS_IAM",
         **dict.fromkeys(DEPOSIT_ROUTE_KEYS, "AWS_IAM"),
     }
 
@@ -319,8 +337,8 @@ def test_the_lambdas_deposit_routes_are_exactly_the_iam_routes() -> None:
     assert {f"{method} {path}" for method, path in served if path.startswith("/api/")} == (
         DEPOSIT_ROUTE_KEYS
     )
-    # Everything else is read-only, reached through the public GET catch-all.
-    assert {method for method, path in served if not path.startswith("/api/")} == {"GET"}
+    # Everything else is read-only, reached through the public GET and HEAD catch-alls.
+    assert {method for method, path in served if not path.startswith("/api/")} == {"GET", "HEAD"}
 
 
 @pytest.mark.parametrize("event", sorted(EVENTS.glob("*.json")), ids=lambda path: path.stem)
@@ -345,6 +363,8 @@ def test_each_recorded_event_takes_a_route_with_its_authorization(
         ("GET", "/api/items", "GET /api/items"),
         ("GET", "/api/items/", GUARD_ROUTE_KEY),
         ("GET", "/api/anything/else", GUARD_ROUTE_KEY),
+        ("HEAD", "/col/8JMKD3MGP8W/35MME4E/a.txt", PUBLIC_HEAD_ROUTE_KEY),
+        ("HEAD", "/api/item", HEAD_GUARD_ROUTE_KEY),
         ("POST", "/api/anything", None),
         ("POST", "/col/x", None),
     ],

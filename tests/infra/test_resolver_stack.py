@@ -14,7 +14,10 @@ from infra.config import ConfigError, ResolverConfig, cdk_json_context
 from infra.resolver import (
     ADMIN_GUARD_ROUTES,
     ADMIN_ROUTES,
+    DRAIN_HANDLER,
+    DRAIN_REGISTRY_ACTIONS,
     PUBLIC_ROUTES,
+    QUEUE_ACTIONS,
     REGISTRY_ACTIONS,
     THROTTLE_ACTIONS,
     Resolver,
@@ -46,8 +49,9 @@ def test_the_tables_are_retained_with_pitr_and_ttl(
 
 def test_the_function(resolver_synthesized: Synthesized[ResolverStack]) -> None:
     functions = resolver_synthesized.resources("AWS::Lambda::Function")
-    ((_, function),) = functions.items()
-    properties = function["Properties"]
+    resolver = resolver_synthesized.logical_id(resolver_synthesized.stack.resolver.function)
+    assert len(functions) == 2  # the resolver, and its acknowledgment drain
+    properties = functions[resolver]["Properties"]
     assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
     assert properties["Handler"] == "functions.resolver.handler.lambda_handler"
     assert properties["TracingConfig"] == {"Mode": "Active"}
@@ -92,10 +96,70 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
     log_group = resolver_synthesized.logical_id(stack.resolver.log_group)
     assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
     assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-    assert len(grants) == 5  # the two tables, the secret, the log group, X-Ray: nothing else
+    queue = resolver_synthesized.logical_id(stack.resolver.acknowledgment_queue)
+    assert grants[arn_of(queue)] == set(QUEUE_ACTIONS) == {"sqs:SendMessage"}
+    # the two tables, the secret, the queue, the log group, X-Ray: nothing else
+    assert len(grants) == 6
     everything = set().union(*grants.values())
     assert not {a for a in everything if a.endswith(":*") or a == "*"}
     assert not {a for a in everything if a.startswith("s3:")}
+
+
+def test_acknowledgments_go_through_a_queue_with_a_dead_letter_queue(
+    resolver_synthesized: Synthesized[ResolverStack],
+) -> None:
+    """Issue 13 item 1: queued in the request, drained by a Lambda of their own, retried, then
+    dead-lettered (functions/resolver/queue.py and drain.py)."""
+    resolver = resolver_synthesized.stack.resolver
+    queues = resolver_synthesized.resources("AWS::SQS::Queue")
+    queue = queues[resolver_synthesized.logical_id(resolver.acknowledgment_queue)]["Properties"]
+    dead = resolver_synthesized.logical_id(resolver.dead_letters)
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dead, "Arn"]},
+        "maxReceiveCount": 5,
+    }
+    assert queue["SqsManagedSseEnabled"] is True
+    functions = resolver_synthesized.resources("AWS::Lambda::Function")
+    drain = functions[resolver_synthesized.logical_id(resolver.drain)]["Properties"]
+    assert drain["Handler"] == DRAIN_HANDLER == "functions.resolver.drain.lambda_handler"
+    resolver_function = functions[resolver_synthesized.logical_id(resolver.function)]
+    assert drain["Code"] == resolver_function["Properties"]["Code"]  # one asset
+    # SQS requires the visibility timeout to be at least the consumer's timeout.
+    assert drain["Timeout"] <= queue["VisibilityTimeout"]
+    assert "IBI_ALLOW_NETWORKS" not in drain["Environment"]["Variables"]  # public addresses only
+    variables = resolver_function["Properties"]["Environment"]["Variables"]
+    queue_id = resolver_synthesized.logical_id(resolver.acknowledgment_queue)
+    assert variables["IBI_ACK_QUEUE_URL"] == {"Ref": queue_id}
+    [mapping] = resolver_synthesized.resources("AWS::Lambda::EventSourceMapping").values()
+    properties = mapping["Properties"]
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert properties["BatchSize"] == 10
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_the_drain_has_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> None:
+    resolver = resolver_synthesized.stack.resolver
+    grants = granted(
+        resolver_synthesized.template, resolver_synthesized.logical_id(resolver.drain_role)
+    )
+    table = resolver_synthesized.logical_id(resolver.registry_table)
+    assert grants[arn_of(table)] == set(DRAIN_REGISTRY_ACTIONS)  # reads only, never a write
+    queue = resolver_synthesized.logical_id(resolver.acknowledgment_queue)
+    assert grants[arn_of(queue)] == {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    }
+    log_group = resolver_synthesized.logical_id(resolver.drain_logs)
+    assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
+    assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    assert len(grants) == 4  # no pepper, no throttle table, no SendMessage
+    dead = resolver_synthesized.logical_id(resolver.dead_letters)
+    for role in (resolver.role, resolver.drain_role):  # nobody reads the dead letters but you
+        held = granted(resolver_synthesized.template, resolver_synthesized.logical_id(role))
+        assert arn_of(dead) not in held
 
 
 def test_routes_and_their_authorization(resolver_synthesized: Synthesized[ResolverStack]) -> None:
@@ -140,6 +204,7 @@ def test_outputs(resolver_synthesized: Synthesized[ResolverStack]) -> None:
         "RegistryTableName",
         "PepperSecretArn",
         "ResolverFunctionName",
+        "AcknowledgmentDeadLettersArn",
     } == set(outputs)
     # Without a custom domain, persistent URLs are under the API's own address.
     assert outputs["ResolverUrl"]["Value"] == outputs["ResolverApiUrl"]["Value"]
@@ -255,7 +320,8 @@ def test_construct_alone_in_a_bare_stack() -> None:
     stack = Stack(app, "Bare")
     Resolver(stack, "Resolver")
     template = Template.from_stack(stack)
-    template.resource_count_is("AWS::Lambda::Function", 1)
+    template.resource_count_is("AWS::Lambda::Function", 2)  # the resolver and its drain
+    template.resource_count_is("AWS::SQS::Queue", 2)  # acknowledgments and their DLQ
     template.resource_count_is("AWS::SecretsManager::Secret", 1)
     template.resource_count_is(
         "AWS::ApiGatewayV2::Route",
@@ -264,3 +330,20 @@ def test_construct_alone_in_a_bare_stack() -> None:
     template.resource_count_is("AWS::ApiGatewayV2::DomainName", 0)
     secret: Any = next(iter(template.find_resources("AWS::SecretsManager::Secret").values()))
     assert secret["DeletionPolicy"] == "Retain"
+
+
+def test_a_dead_lettered_acknowledgment_alarms(
+    resolver_synthesized: Synthesized[ResolverStack],
+) -> None:
+    stack = resolver_synthesized.stack
+    alarm = stack.operations.alarms["resolver-dead-letters"]
+    alarms = resolver_synthesized.resources("AWS::CloudWatch::Alarm")
+    properties = alarms[resolver_synthesized.logical_id(alarm)]["Properties"]
+    dead = resolver_synthesized.logical_id(stack.resolver.dead_letters)
+    assert properties["Namespace"] == "AWS/SQS"
+    assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert properties["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [dead, "QueueName"]}}
+    ]
+    assert properties["Threshold"] == 1
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from itertools import count
 from pathlib import Path
@@ -25,7 +27,7 @@ from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore, ensure_table
 from functions.archive.wiring import Runtime
 from ibi.core.labels import IBI
-from ibi.core.pairlist import parse_pair_list
+from ibi.core.pairlist import encode_query, parse_pair_list
 from ibi_tools.local.gateway import LocalContext
 from tests.fakes import FakeClock
 
@@ -110,6 +112,22 @@ def deposit(invoke: Invoke, runtime: Runtime) -> None:
     assert invoke("commit_files.json")["statusCode"] == 200
 
 
+def acknowledgment_query(urlkey: str, url: str) -> str:
+    """The resolver's acknowledgment (Table 6.11) of ``url`` from the answer with ``urlkey``."""
+    return encode_query(
+        [
+            ("servicesubject", "acknowledgment"),
+            ("clientinformation.ipaddress", "198.51.100.7"),
+            ("contenttype", "Data"),
+            ("ibi", f"ibip {ITEM}"),
+            ("state", "Original"),
+            ("url", url),
+            ("url.persistent", f"http://urlib.net/{ITEM}"),
+            ("urlkey", urlkey),
+        ]
+    )
+
+
 def test_service_names_the_archive(invoke: Invoke) -> None:
     answer = body(invoke("service.json"))
     assert answer["archiveserviceibi"] == {"ibip": SERVICE.ibip}
@@ -135,15 +153,10 @@ def test_deposit_then_resolve_then_acknowledge(invoke: Invoke, runtime: Runtime)
     urlkey = answer.word("urlkey")
     again = pairs(invoke("url_request.json")).word("urlkey")
     assert urlkey and again and urlkey != again  # a fresh key in every answer
-    acknowledged = invoke(
-        "acknowledgment_bad_key.json",
-        rawQueryString=f"servicesubject=acknowledgment&urlkey={urlkey}",
-    )
+    acknowledgment = acknowledgment_query(urlkey, answer.word("url"))
+    acknowledged = invoke("acknowledgment_bad_key.json", rawQueryString=acknowledgment)
     assert acknowledged["body"].strip() == "notice {acknowledgment received}"
-    replayed = invoke(
-        "acknowledgment_bad_key.json",
-        rawQueryString=f"servicesubject=acknowledgment&urlkey={urlkey}",
-    )
+    replayed = invoke("acknowledgment_bad_key.json", rawQueryString=acknowledgment)
     # Algorithm 1: the constant notice all the same, but a key counts once.
     assert replayed["statusCode"] == 200
     assert replayed["body"].strip() == "notice {acknowledgment received}"
@@ -505,17 +518,64 @@ def _dynamodb_calls(runtime: Runtime) -> list[str]:
     return calls
 
 
-def test_a_url_request_costs_one_read_and_one_write_at_most(
-    invoke: Invoke, runtime: Runtime
-) -> None:
-    """The profile and the item in one round trip; a urlkey written only with a URL."""
+def test_a_url_request_costs_one_read_and_no_write(invoke: Invoke, runtime: Runtime) -> None:
+    """The profile and the item in one round trip; the urlkey is signed, never written."""
     deposit(invoke, runtime)
     calls = _dynamodb_calls(runtime)
     assert pairs(invoke("url_request.json")).word("urlkey")
-    assert calls == ["BatchGetItem", "PutItem"]
+    assert calls == ["BatchGetItem"]
     calls.clear()
     assert pairs(invoke("url_request_unknown.json")) == parse_pair_list("")
-    assert calls == ["BatchGetItem"]  # most Archives of a round: one read, nothing written
+    assert calls == ["BatchGetItem"]
+
+
+def test_only_a_genuine_acknowledgment_writes_once_per_urlkey(
+    invoke: Invoke, runtime: Runtime
+) -> None:
+    """A forged, expired or spent urlkey costs no write; a genuine one is spent (a conditional
+    put) and counted, once."""
+    deposit(invoke, runtime)
+    answer = pairs(invoke("url_request.json"))
+    urlkey, url = answer.word("urlkey"), answer.word("url")
+    head, tail = urlkey.split("-")
+    forged = f"{head}-{tail[:-1]}{(int(tail[-1]) + 1) % 10}"
+    calls = _dynamodb_calls(runtime)
+    for key in (forged, "1426387214-9164566186556927"):
+        invoke("acknowledgment_bad_key.json", rawQueryString=acknowledgment_query(key, url))
+    assert calls == []  # checked in memory: not even a read
+    genuine = acknowledgment_query(urlkey, url)
+    invoke("acknowledgment_bad_key.json", rawQueryString=genuine)
+    assert calls == ["GetItem", "PutItem", "UpdateItem"]  # the item, spent, counted
+    calls.clear()
+    invoke("acknowledgment_bad_key.json", rawQueryString=genuine)
+    assert calls == ["GetItem", "PutItem"]  # spent already: the conditional put refuses
+    calls.clear()
+    runtime.clock.sleep(600)  # type: ignore[attr-defined]
+    fresh = pairs(invoke("url_request.json")).word("urlkey")
+    runtime.clock.sleep(600)  # type: ignore[attr-defined]
+    calls.clear()
+    invoke("acknowledgment_bad_key.json", rawQueryString=acknowledgment_query(fresh, url))
+    assert calls == []  # expired
+    assert body(invoke("get_item.json"))["accesses"] == 1
+    spent = runtime.store._client.get_item(  # type: ignore[attr-defined]
+        TableName="archive-items", Key={"label": {"S": f"#urlkey#{urlkey}"}}
+    )["Item"]
+    assert spent["expires_at"] == {"N": str(int(head) + 600)}  # the table's TTL removes it
+
+
+def test_concurrent_replays_count_once(invoke: Invoke, runtime: Runtime) -> None:
+    deposit(invoke, runtime)
+    answer = pairs(invoke("url_request.json"))
+    genuine = acknowledgment_query(answer.word("urlkey"), answer.word("url"))
+    barrier = threading.Barrier(8)
+
+    def replay(_: int) -> int:
+        barrier.wait()
+        return int(invoke("acknowledgment_bad_key.json", rawQueryString=genuine)["statusCode"])
+
+    with ThreadPoolExecutor(8) as pool:
+        assert set(pool.map(replay, range(8))) == {200}
+    assert body(invoke("get_item.json"))["accesses"] == 1
 
 
 def test_the_profile_and_the_item_survive_keys_left_unprocessed(runtime: Runtime) -> None:
@@ -724,3 +784,24 @@ def test_a_previous_version_not_asked_for_properly_is_a_4xx(
     deposit(invoke, runtime)
     answer = invoke("previous_version.json", queryStringParameters=query)
     assert answer["statusCode"] in {400, 404}, answer["body"]
+
+
+def test_an_unreadable_urlkey_secret_is_a_503_and_writes_nothing(
+    invoke: Invoke, runtime: Runtime
+) -> None:
+    """The secret deleted or its permission removed: retry later, never a 500."""
+    from functions.archive.urlkeys import UrlKeys
+
+    class Denied:
+        def load(self) -> list[bytes]:
+            raise OSError("AccessDeniedException: secretsmanager:GetSecretValue")
+
+    deposit(invoke, runtime)
+    wiring.uninstall()
+    runtime.urlkeys, runtime._site = UrlKeys(Denied()), None
+    wiring.install(runtime)
+    calls = _dynamodb_calls(runtime)
+    answer = invoke("url_request.json")
+    assert answer["statusCode"] == 503 and calls[-1] == "BatchGetItem"  # after the bootstrap
+    assert not {"PutItem", "UpdateItem", "DeleteItem"} & set(calls)
+    assert pairs(invoke("url_request_unknown.json")) == parse_pair_list("")  # no URL, no key

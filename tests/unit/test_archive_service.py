@@ -141,9 +141,10 @@ def test_url_request_then_one_acknowledgment(
     assert asked.pairs.word("url") == "https://example.org/a"
     assert asked.metric == "UrlRequestsHeld" and asked.details["held"] is True
     urlkey = asked.pairs.word("urlkey")
-    acknowledged = answers.acknowledge({"urlkey": str(urlkey)})
-    assert acknowledged.details == {"ibi": ITEM, "asked": ITEM, "accesses": 1}
-    spent = answers.acknowledge({"urlkey": str(urlkey)})  # the constant notice, no count
+    ack = {"urlkey": str(urlkey), "ibi": f"ibip {ITEM}", "url": "https://example.org/a"}
+    acknowledged = answers.acknowledge(ack)
+    assert acknowledged.details == {"ibi": ITEM, "accesses": 1}
+    spent = answers.acknowledge(ack)  # the constant notice, no count
     assert spent.pairs == acknowledged.pairs and spent.metric == "AcknowledgmentsIgnored"
     assert service.accesses(service.get(ITEM)) == 1
     with pytest.raises(ProtocolError):

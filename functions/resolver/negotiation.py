@@ -1,0 +1,159 @@
+"""Content negotiation and FAIR Signposting at the resolver (issue 16, docs/resolver.md).
+
+``GET /<ibi>`` with an ``Accept`` that prefers a metadata type to a page answers 200 with the
+item's citation in that type (``ibi/core/citation.py``), made from the Dublin Core that the
+Archive which answered the resolution gives in its holdings pairs. The resolution is the
+ordinary one (modifiers keep their meaning: ``!`` cites the last edition); its requests only
+also carry ``extension.holdings=yes``, so a negotiated answer costs no extra round.
+
+A browser (``text/html`` or ``*/*`` at least as wanted), a client with no ``Accept``, and any
+type this module does not know keep the 302: a file's own type (``application/pdf``) is the
+redirect's business. A metadata type of the DOI world that is not offered here (RDF, DataCite
+XML, RIS, formatted ``text/x-bibliography``) answers 406 with the list of what is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ibi.core.errors import InvalidInput
+from ibi.core.pairlist import PairList
+
+if TYPE_CHECKING:
+    from ibi.core.citation import Record
+
+# As ibi/core/citation.py names them (a test checks): that module, ElementTree and the holdings
+# parser are imported only for a negotiated answer, never by a cold start that redirects.
+CSL_JSON = "application/vnd.citationstyles.csl+json"
+BIBTEX = "application/x-bibtex"
+JSON_LD = "application/ld+json"
+OAI_DC_XML = "application/xml"
+OFFERED = (CSL_JSON, BIBTEX, JSON_LD, OAI_DC_XML)
+ALIASES = {
+    "application/citeproc+json": CSL_JSON,
+    "application/vnd.schemaorg.ld+json": JSON_LD,
+    "text/xml": OAI_DC_XML,
+}
+NOT_OFFERED = frozenset(
+    {
+        "text/x-bibliography",
+        "application/rdf+xml",
+        "text/turtle",
+        "application/vnd.datacite.datacite+xml",
+        "application/vnd.datacite.datacite+json",
+        "application/vnd.crossref.unixref+xml",
+        "application/x-research-info-systems",
+        "application/vnd.jats+xml",
+        "application/x-bibtex-text-utf8",
+    }
+)
+PAGES = frozenset({"text/html", "application/xhtml+xml", "*/*", "text/*"})
+MAX_RANGES = 32  # of one Accept header: the rest is not read
+DESCRIBED_BY = (CSL_JSON, BIBTEX, JSON_LD, OAI_DC_XML)
+
+
+@dataclass(frozen=True, slots=True)
+class NotAcceptable:
+    """A metadata type asked for that is not offered: 406 with :data:`OFFERED`."""
+
+    asked: str
+
+
+def parse_accept(header: str | None) -> list[tuple[str, float]]:
+    """``(media range, q)`` in the order given; a malformed ``q`` counts as 0."""
+    ranges: list[tuple[str, float]] = []
+    for part in (header or "").split(",")[:MAX_RANGES]:
+        kind, *parameters = (piece.strip() for piece in part.split(";"))
+        q = 1.0
+        for parameter in parameters:
+            key, _, value = parameter.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+                q = min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
+        if kind:
+            ranges.append((kind.lower(), q))
+    return ranges
+
+
+def choose(accept: str | None) -> str | NotAcceptable | None:
+    """The metadata type to answer, :class:`NotAcceptable`, or None: the 302 as always.
+
+    A metadata type wins only when wanted more than a page (``text/html``, ``*/*``); among
+    offered types the highest q, then the first named.
+    """
+    ranges = parse_accept(accept)
+    page = max((q for kind, q in ranges if kind in PAGES), default=0.0)
+    best: tuple[float, str] | None = None
+    refused: tuple[float, str] | None = None
+    for kind, q in ranges:
+        offered = ALIASES.get(kind, kind)
+        if q <= page:
+            continue
+        if offered in OFFERED and (best is None or q > best[0]):
+            best = (q, offered)
+        elif kind in NOT_OFFERED and (refused is None or q > refused[0]):
+            refused = (q, kind)
+    if best is not None:
+        return best[1]
+    return NotAcceptable(refused[1]) if refused is not None else None
+
+
+def record_of(pairs: PairList | None, *, persistent_url: str, ibi: str) -> Record | None:
+    """The citation's record from an Archive's answer, if it gave Dublin Core."""
+    if pairs is None:
+        return None
+    from ibi.core.citation import Record
+    from ibi.core.holdings import from_pairs
+
+    try:
+        report = from_pairs(pairs)
+    except InvalidInput:
+        return None
+    if report is None or not report.dc:
+        return None
+    return Record(persistent_url=persistent_url, ibi=ibi, dc=report.dc, language=report.language)
+
+
+def render(media_type: str, record: Record) -> str:
+    from ibi.core.citation import RENDERERS
+
+    return RENDERERS[media_type](record)
+
+
+def content_type(media_type: str) -> str:
+    return f"{media_type}; charset=utf-8"
+
+
+def signposting_links(cite_as: str, *, canonical: str) -> str:
+    """The resolver's Link header: ``cite-as`` and a ``describedby`` per metadata type.
+
+    The metadata is had from the persistent URL itself, by content negotiation, as doi.org's
+    (each ``describedby`` says the type to ask for in ``Accept``).
+    """
+    links = [f'<{cite_as}>; rel="cite-as"']
+    links += [f'<{canonical}>; rel="describedby"; type="{kind}"' for kind in DESCRIBED_BY]
+    return ", ".join(links)
+
+
+def link_target(url: str) -> str:
+    """A URL as it may go between ``<`` and ``>`` in a Link header (RFC 8288)."""
+    return "".join(
+        "".join(f"%{b:02X}" for b in c.encode("utf-8", "replace"))
+        if c in '<>"\\,; ' or not "\x21" <= c <= "\x7e"
+        else c
+        for c in url
+    )
+
+
+def not_acceptable_text(asked: str) -> str:
+    offered = "\n".join(f"  {kind}" for kind in OFFERED)
+    return (
+        f"406 Not Acceptable: {asked[:100]} is not offered for this persistent URL.\n"
+        f"Available (Accept):\n{offered}\n"
+        "Without one of them (or with text/html or */*) the persistent URL redirects.\n"
+    )
