@@ -500,6 +500,24 @@ def cmd_archive_transfer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_archive_offer(args: argparse.Namespace) -> int:
+    """An offer of an original to another institution's Archive (docs/archive.md)."""
+    body = {"to": args.to, "leave": args.leave, "expires_in": args.expires_in}
+    answer = _archive(args).call("POST", "/api/item/offers", body, ibi=args.ibi)
+    if args.json:
+        _print_json(answer)
+    else:
+        sys.stdout.write(answer["offer"] + "\n")
+    return EXIT_OK
+
+
+def cmd_archive_accept(args: argparse.Namespace) -> int:
+    """Take an original another institution's Archive offered (``-``: the offer on stdin)."""
+    offer = sys.stdin.read().strip() if args.offer == "-" else args.offer
+    _print_json(_archive(args).call("POST", "/api/transfers/accept", {"offer": offer}))
+    return EXIT_OK
+
+
 def cmd_archive_replace(args: argparse.Namespace) -> int:
     """An operator's revision: add or replace files of an item (kept and recorded)."""
     import mimetypes
@@ -711,6 +729,23 @@ def _add_minting_commands(commands: _Commands) -> None:
     mints.set_defaults(run=cmd_mints)
 
 
+def _add_offer_commands(archive_commands: _Commands) -> None:
+    """A transfer between institutions: the sender's ``offer``, the receiver's ``accept``."""
+    offer = archive_commands.add_parser(
+        "offer", help="offer an original to another institution's Archive (prints the offer)"
+    )
+    _api_options(offer)
+    offer.add_argument("ibi", metavar="IBI")
+    offer.add_argument("--to", required=True, metavar="SERVICE_IBI", help="the receiver's IBI")
+    offer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
+    offer.add_argument("--expires-in", type=int, default=3600, metavar="SECONDS")
+    offer.set_defaults(run=cmd_archive_offer)
+    accept = archive_commands.add_parser("accept", help="take an original offered to this Archive")
+    _api_options(accept)
+    accept.add_argument("offer", metavar="OFFER", help="the offer (- to read it from stdin)")
+    accept.set_defaults(run=cmd_archive_accept)
+
+
 def _add_archive_commands(commands: _Commands) -> None:
     deposit = commands.add_parser(
         "deposit", help="deposit files in an Archive: mint, upload, register; print the IBI"
@@ -766,6 +801,7 @@ def _add_archive_commands(commands: _Commands) -> None:
     transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
     transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
     transfer.set_defaults(run=cmd_archive_transfer)
+    _add_offer_commands(archive_commands)
 
     replace = archive_commands.add_parser(
         "replace",

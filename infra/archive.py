@@ -59,6 +59,9 @@ MEMORY_MB = 512
 # Public: the service protocol at /<archive service IBI>, /col/…, /list/…, /metadata/…, /linkset/…
 # (GET, and HEAD for the Signposting Link headers without the body).
 PUBLIC_ROUTES = ((GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
+# Public too: a receiving Archive of another institution confirms one of this Archive's signed
+# offers (functions/archive/offers.py); the HMAC of the offer, not IAM, authorizes it.
+CONFIRM_ROUTES = ((POST, "/transfers/confirm"),)
 # The deposit API (functions/archive/handler.py), each route IAM-authorized by name.
 DEPOSIT_ROUTES = (
     (GET, "/api/service"),
@@ -82,6 +85,10 @@ DEPOSIT_ROUTES = (
     (POST, "/api/transfers"),
     (POST, "/api/transfers/complete"),
     (DELETE, "/api/transfers"),
+    # A transfer between institutions (offers.py): the sender's owner offers, the receiver's
+    # owner accepts; each calls its own Archive only.
+    (POST, "/api/item/offers"),
+    (POST, "/api/transfers/accept"),
 )
 # What a sending Archive's role calls on this one to transfer an original here (transfer.py).
 TRANSFER_IN_ROUTES = (
@@ -250,6 +257,9 @@ class Archive(LambdaService):
         self.public_routes = self._add_routes(
             PUBLIC_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
         )
+        self.confirm_routes = self._add_routes(
+            CONFIRM_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
+        )
         self.deposit_routes = self._add_routes(
             (*DEPOSIT_ROUTES, *DEPOSIT_GUARD_ROUTES), integration, HttpIamAuthorizer()
         )
@@ -332,6 +342,21 @@ class Archive(LambdaService):
                         "damaged once; the first request ever claims the #service item. "
                         "Deposits, revisions and transfers are under /api/ and IAM-authorized; "
                         "the stage throttles every route (ibi:throttle)."
+                    ),
+                )
+            )
+        for route in self.confirm_routes:
+            Validations.of(route).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG4",
+                    reason=(
+                        "POST /transfers/confirm is how another institution's Archive, which "
+                        "holds no credentials of this account, confirms a transfer this "
+                        "Archive's owner offered (docs/archive.md#transfers-between-"
+                        "institutions). It acts only on an offer whose HMAC verifies under the "
+                        "Archive's own key, for the receiver and item version it names, before "
+                        "its expiry, and demotes that one original once (a conditional write); "
+                        "anything else is refused without a write. The stage throttles it."
                     ),
                 )
             )

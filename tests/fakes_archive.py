@@ -118,9 +118,23 @@ class MemoryFileStore:
         self.uploads: dict[tuple[str, str, str], bytes] = {}
         self.versions: dict[tuple[str, str, str], bytes] = {}
 
-    def put(self, item_key: str, path: str, data: bytes) -> None:
-        """Bytes at the published key (bit rot, or what an earlier version stored)."""
-        self.files[(item_key, path)] = data
+    def put(
+        self,
+        item_key: str,
+        path: str,
+        data: bytes,
+        content_type: str = "",
+        *,
+        announced: str | None = None,
+    ) -> tuple[str, int]:
+        """Bytes at the published key (bit rot, or what an earlier version stored), or
+        (``announced``) at the upload key of that SHA-256, as ``S3FileStore.put``."""
+        sha256 = hashlib.sha256(data).hexdigest()
+        if announced is not None:
+            self.uploads[(item_key, path, announced)] = data
+        else:
+            self.files[(item_key, path)] = data
+        return sha256, len(data)
 
     def upload(self, item_key: str, path: str, data: bytes, announced: bytes | None = None) -> None:
         """What the client's presigned PUT does: bytes at the upload key of ``announced``."""

@@ -20,7 +20,8 @@ from aws_lambda_powertools import Logger
 
 from functions.archive.errors import ArchiveError, BadRequest, NotHeld
 from functions.archive.mapping import item_to_mapping
-from functions.archive.model import Item, StoredFile
+from functions.archive.model import Forms, Item, StoredFile
+from functions.archive.offers import Offer, OfferKeys, Sender, accept, confirm, make_offer
 from functions.archive.parsing import declared_files
 from functions.archive.service import UNKNOWN, ArchiveService, reason_of
 from functions.archive.transfer import Receiver, Transferred, check_item, transfer
@@ -61,6 +62,15 @@ class FileStore(Protocol):
         version: str | None = None,
     ) -> str: ...
     def read(self, item_key: str, path: str, *, max_bytes: int) -> bytes: ...
+    def put(
+        self,
+        item_key: str,
+        path: str,
+        data: bytes,
+        content_type: str,
+        *,
+        announced: str | None = None,
+    ) -> tuple[str, int]: ...
     def sha256_of(self, item_key: str, path: str, *, version: str | None = None) -> str: ...
 
 
@@ -72,6 +82,8 @@ class Receivers:
     connect: Callable[[str], Receiver]
     budget_seconds: float = 26.0
     clock: Callable[[], float] = time.monotonic
+    # A sending Archive reached through its public routes (offers.py), under the same rules.
+    senders: Callable[[str], Sender] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +125,14 @@ class ContentService:
         files: FileStore | None,
         serve_inline_bytes: int,
         receivers: Receivers | None = None,
+        offer_keys: OfferKeys | None = None,
     ) -> None:
         self.archive = archive
         self.views = views
         self._files = files
         self._inline = serve_inline_bytes
         self._receivers = receivers
+        self._offer_keys = offer_keys
 
     def _store(self) -> FileStore:
         if self._files is None:
@@ -359,3 +373,33 @@ class ContentService:
         """Promote an incoming transfer: one conditional write (each file's bytes were checked
         by its commit), so that it is quick and either it or a cancellation wins."""
         return self.archive.complete_transfer(label, principal=principal)
+
+    # -- a transfer between institutions (offers.py) ------------------------------------------
+
+    def _keys(self) -> OfferKeys:
+        if self._offer_keys is None:
+            raise BadRequest("this Archive makes no offers")
+        return self._offer_keys
+
+    def make_offer(self, label: str, body: Any, *, sender: str) -> tuple[Offer, str]:
+        """A signed, short-lived offer of an original to another Archive (no write)."""
+        return make_offer(
+            self.archive, self._keys(), label, body, sender=sender, base_url=self.views.base_url
+        )
+
+    def confirm_offer(self, body: Any, *, sender: str) -> dict[str, Any]:
+        """The public confirmation of one of this Archive's offers (the original moves once)."""
+        return confirm(self.archive, self._keys(), body, sender=sender)
+
+    def accept_offer(self, body: Any, *, me: Forms, principal: str = UNKNOWN) -> Item:
+        """Take an original another Archive offered: pull, check, stage, confirm, promote."""
+        senders = self._receivers.senders if self._receivers is not None else None
+        if senders is None:
+            raise BadRequest("this Archive accepts no offers")
+        token = body.get("offer") if isinstance(body, dict) else None
+        return accept(self, senders, token, me=me, principal=principal)
+
+    def stage_file(self, item_key: str, path: str, data: bytes, content_type: str) -> None:
+        """Bytes pulled from a sender, at the upload key their commit checks (offers.py)."""
+        sha256 = hashlib.sha256(data).hexdigest()
+        self._store().put(item_key, path, data, content_type, announced=sha256)

@@ -2,7 +2,8 @@
 
 Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (spec §3, §6),
 ``GET /col/<ibi>[/<path>]`` files, ``GET /list/<ibi>`` the file-list page,
-``GET /metadata/<ibi>[?format=oai_dc]``. IAM-authorized in AWS: ``/api/…`` (deposit).
+``GET /metadata/<ibi>[?format=oai_dc]``, ``POST /transfers/confirm`` (an offer, offers.py).
+IAM-authorized in AWS: ``/api/…`` (deposit).
 Routes parse, make one service call and answer; the logic is in ``service.py`` (items),
 ``content.py`` (files, pages, checks, transfers) and ``protocol.py``; ``wiring.py`` builds them.
 """
@@ -281,6 +282,35 @@ def cancel_transfer() -> Response[str]:
     return json_response(200, {"cancelled": item.ibi.to_mapping()})
 
 
+@app.post("/api/item/offers")
+def offer() -> Response[str]:
+    """An offer of this original to another institution's Archive (offers.py): no write."""
+    made, token = site().content.make_offer(
+        item_label(), body(), sender=site().identity.service.key
+    )
+    logger.info("offer made", extra={"ibi": made.ibi, "to": made.to, "offer": made.id})
+    return json_response(
+        201,
+        {"offer": token, "id": made.id, "ibi": made.ibi, "to": made.to, "expires": made.expires},
+    )
+
+
+@app.post("/api/transfers/accept")
+def accept_offer() -> Response[str]:
+    """Take an original another institution's Archive offered (offers.py)."""
+    item = site().content.accept_offer(body(), me=site().identity.service, principal=principal())
+    logger.info("transfer accepted", extra={"ibi": item.key, "by": principal()})
+    return item_json(200, item)
+
+
+@app.post("/transfers/confirm")
+def confirm_offer() -> Response[str]:
+    """Public: a receiver confirms it holds what one of our offers named (offers.py)."""
+    answer = site().content.confirm_offer(body(), sender=site().identity.service.key)
+    logger.info("offer confirmed", extra={"offer": answer.get("offer"), "answer": answer})
+    return json_response(200, answer)
+
+
 @app.post("/api/verify")
 def verify() -> Response[str]:
     """Stored files against their SHA-256; a copy against the original's checksum."""
@@ -338,7 +368,7 @@ def protocol_error(error: ProtocolError) -> Response[str]:
 
 @app.exception_handler(ArchiveError)  # type: ignore[untyped-decorator]
 def archive_error(error: ArchiveError) -> Response[str]:
-    if app.current_event.path.startswith("/api/"):
+    if app.current_event.path.startswith(("/api/", "/transfers/")):  # JSON callers
         return error_response(error.status, type(error).__name__, str(error))
     return html_response(
         error.status, views.error_page(error.status, str(error)), **views.PAGE_HEADERS

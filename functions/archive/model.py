@@ -166,7 +166,8 @@ class Revision:
     ``added`` (a file added by an operator after the deposit), ``repaired`` (a damaged file
     published again with the bytes it was deposited with), ``imported`` (an original for an
     IBI of another subsystem, authorised by an operator), ``received`` (an original that came
-    through a transfer). ``by`` is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
+    through a transfer), ``released`` (an original that left through an offer, ``reason`` naming
+    it). ``by`` is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
     """
 
     action: str
@@ -217,7 +218,7 @@ class Revision:
         )
 
 
-REVISION_ACTIONS = ("replaced", "added", "repaired", "imported", "received")
+REVISION_ACTIONS = ("replaced", "added", "repaired", "imported", "received", "released")
 
 
 def is_sha256(text: Any) -> bool:

@@ -1,6 +1,8 @@
-"""Requests this Archive sends where a caller tells it to: the receiver of a transfer.
+"""Requests this Archive sends where a caller tells it to: the other side of a transfer.
 
-``to`` comes from the deposit API, and the upload URLs from the receiver's own answers, so
+For the deposit-API transfer, ``to`` comes from the deposit API, and the upload URLs from the
+receiver's own answers; for a transfer between institutions (``offers.py``), the sender's base
+URL comes from the offer the receiver's owner accepts (:class:`PublicArchive`). So
 every request goes through the rules of the resolver's fetches (``functions.shared.addresses``):
 the host is resolved once, every address must be public unless the allow-list
 (``IBI_ALLOW_NETWORKS``: loopback in local mode and tests) covers it, and the connection goes to
@@ -11,10 +13,13 @@ answer is read up to :data:`MAX_ANSWER_BYTES`.
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import ssl
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import quote, urljoin, urlsplit
 
+from functions.archive.model import Forms
 from functions.shared.addresses import AddressPolicy, UnsafeAddress
 from ibi.client import ApiError, Raw, Transport
 
@@ -82,3 +87,48 @@ def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES
             connection.close()
 
     return send
+
+
+REDIRECTS = {301, 302, 303, 307, 308}
+PUBLIC_TIMEOUT = 10.0  # seconds per public read or confirmation of a sending Archive
+
+
+class PublicArchive:
+    """A sending Archive as any reader reaches it (``offers.Sender``): its files at
+    ``/col/<ibi>/<path>`` (one redirect followed, to a presigned download of a large file,
+    itself vetted) and its public ``POST /transfers/confirm``. No credentials are sent."""
+
+    def __init__(self, base_url: str, policy: AddressPolicy) -> None:
+        split = urlsplit(base_url)
+        if split.scheme not in {"http", "https"} or not split.netloc:
+            raise ApiError(0, f"{base_url[:200]!r} is not an http(s) base URL")
+        self.base_url = base_url.rstrip("/")
+        self._policy = policy
+
+    def file(self, ibi: Forms, path: str, *, max_bytes: int) -> bytes:
+        label = ibi.ibip or ibi.key
+        url = f"{self.base_url}/col/{quote(label, safe='/')}/{quote(path, safe='/')}"
+        send = vetted_transport(self._policy, max_bytes=max(max_bytes, 1))
+        answer = send("GET", url, timeout=PUBLIC_TIMEOUT, where="the sending Archive")
+        location = answer.headers.get("Location") or answer.headers.get("location")
+        if answer.status in REDIRECTS and location:
+            answer = send("GET", urljoin(url, location), timeout=PUBLIC_TIMEOUT, where="a file")
+        if answer.status != 200:
+            raise ApiError(answer.status, f"the sending Archive answered {answer.status}: {path}")
+        return answer.content
+
+    def confirm(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        send = vetted_transport(self._policy)
+        answer = send(
+            "POST",
+            f"{self.base_url}/transfers/confirm",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            timeout=PUBLIC_TIMEOUT,
+            where="the sending Archive",
+        )
+        try:
+            parsed = json.loads(answer.content or b"{}")
+        except ValueError:
+            parsed = {}
+        return answer.status, parsed if isinstance(parsed, dict) else {}

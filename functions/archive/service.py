@@ -169,6 +169,10 @@ class ArchiveService:
         except ArchiveStoreError as error:
             raise Unavailable(UNAVAILABLE) from error
 
+    def now(self) -> Decimal:
+        """This Archive's clock (an offer's expiry, ``offers.py``)."""
+        return self._clock()
+
     def accesses(self, item: Item) -> int:
         """How many acknowledged accesses the item had (through the resolver)."""
         return self.items.access_count(item.key)
@@ -580,13 +584,14 @@ class ArchiveService:
     # -- transfer (seed 001 §3.2; seed 004 §4.5) ---------------------------------------------
 
     def release_original(
-        self, label: str, *, leave: str, version: int | None = None
+        self, label: str, *, leave: str, version: int | None = None, reason: str | None = None
     ) -> tuple[Item, Item]:
         """First step of a transfer: this Archive stops answering ``Original`` for the item.
 
         Returns (the item as it was, the item as it is now: a ``Copy`` or a tombstone). Only a
         transferable original moves; the Archive's own service item never does. With
         ``version``, only that version of the item (the one the receiver was sent and checked).
+        With ``reason`` (an offer, ``offers.py``), the release is recorded in the item's history.
         """
         if leave not in {"copy", "tombstone"}:
             raise BadRequest('"leave" is "copy" or "tombstone"')
@@ -600,8 +605,12 @@ class ArchiveService:
             if version is not None and item.version != version:
                 raise Conflict(f"{item.key} changed while it was being transferred; retry")
             before.append(item)
+            history = item.history
+            if reason is not None:
+                released = Revision("released", at=self._clock(), by=UNKNOWN, reason=reason)
+                history = (*history, released)
             if leave == "tombstone":
-                return item.tombstone(self._clock())
+                return replace(item.tombstone(self._clock()), history=history)
             main = item.main_file
             return item.changed(
                 self._clock(),
@@ -609,6 +618,7 @@ class ArchiveService:
                 transferable=False,
                 original_sha256=main.sha256 if main else None,
                 original_files=item.files,
+                history=history,
             )
 
         after = self._modify(label, change)

@@ -25,6 +25,7 @@ from aws_lambda_powertools import Logger
 from functions.archive.content import ContentService, FileStore, Receivers
 from functions.archive.errors import BadRequest, Unavailable
 from functions.archive.model import Forms
+from functions.archive.offers import OfferKeys, Sender
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.service import ArchiveService, Minter
 from functions.archive.settings import ArchiveSettings
@@ -62,6 +63,7 @@ class Runtime:
     join: Joiner | None = None
     receivers: Receivers | None = None
     urlkeys: UrlKeys | None = None  # None: a key of this process only
+    offer_keys: OfferKeys | None = None  # the same keys, another context; None: this process's
     _site: Site | None = None
 
     def __post_init__(self) -> None:
@@ -97,6 +99,7 @@ class Runtime:
             files=self.files,
             serve_inline_bytes=self.settings.serve_inline_bytes,
             receivers=self.receivers or receivers(),
+            offer_keys=self.offer_keys or OfferKeys(RandomKeys()),
         )
         protocol = ProtocolService(
             self.store,
@@ -173,7 +176,8 @@ def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
     from functions.archive.transfer import RECEIVER_TIMEOUT
     from functions.shared.addresses import AddressPolicy
 
-    transport = vetted_transport(AddressPolicy(allow_networks))
+    policy = AddressPolicy(allow_networks)
+    transport = vetted_transport(policy)
 
     def connect(to: str) -> Receiver:
         from ibi.client import ApiError, ArchiveClient
@@ -183,7 +187,16 @@ def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
         except ApiError as error:
             raise BadRequest(f'"to": {error.message}') from None
 
-    return Receivers(connect=connect)
+    def sender(base_url: str) -> Sender:
+        from functions.archive.outbound import PublicArchive
+        from ibi.client import ApiError
+
+        try:
+            return PublicArchive(base_url, policy)
+        except ApiError as error:
+            raise BadRequest(f"the offer's sender: {error.message}") from None
+
+    return Receivers(connect=connect, senders=sender)
 
 
 def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeySource:
@@ -230,6 +243,7 @@ def build(
 
         files = S3FileStore(s3, settings.bucket)
     joining = bool(settings.join_resolver_url) and registration_key is not None
+    keys = urlkey_source(settings, secretsmanager)  # urlkeys and offers, distinct contexts
     return Runtime(
         service=ArchiveService(
             store,
@@ -245,7 +259,8 @@ def build(
         join=switch_on(settings, registration_key) if joining and registration_key else None,
         receivers=receivers(settings.allow_networks),
         # Read when the first urlkey is issued or checked, once per execution environment.
-        urlkeys=UrlKeys(urlkey_source(settings, secretsmanager)),
+        urlkeys=UrlKeys(keys),
+        offer_keys=OfferKeys(keys),
     )
 
 

@@ -47,7 +47,10 @@ DEPOSIT_ROUTE_KEYS = {
     "POST /api/transfers",
     "POST /api/transfers/complete",
     "DELETE /api/transfers",
+    "POST /api/item/offers",
+    "POST /api/transfers/accept",
 }
+CONFIRM_ROUTE_KEY = "POST /transfers/confirm"  # public: an offer's HMAC authorizes it
 PUBLIC_ROUTE_KEY = "GET /{proxy+}"
 PUBLIC_HEAD_ROUTE_KEY = "HEAD /{proxy+}"
 GUARD_ROUTE_KEY = "GET /api/{proxy+}"
@@ -323,6 +326,7 @@ def test_every_route_and_its_authorization(archive_synthesized: Archive) -> None
     assert authorization == {
         PUBLIC_ROUTE_KEY: "NONE",
         PUBLIC_HEAD_ROUTE_KEY: "NONE",
+        CONFIRM_ROUTE_KEY: "NONE",
         GUARD_ROUTE_KEY: "AWS_IAM",
         HEAD_GUARD_ROUTE_KEY: "AWS_IAM",
         **dict.fromkeys(DEPOSIT_ROUTE_KEYS, "AWS_IAM"),
@@ -337,8 +341,13 @@ def test_the_lambdas_deposit_routes_are_exactly_the_iam_routes() -> None:
     assert {f"{method} {path}" for method, path in served if path.startswith("/api/")} == (
         DEPOSIT_ROUTE_KEYS
     )
-    # Everything else is read-only, reached through the public GET and HEAD catch-alls.
-    assert {method for method, path in served if not path.startswith("/api/")} == {"GET", "HEAD"}
+    # Everything else is read-only, reached through the public GET and HEAD catch-alls, but the
+    # public confirmation of a signed offer, declared as its own route.
+    others = {(method, path) for method, path in served if not path.startswith("/api/")}
+    assert {method for method, _ in others} == {"GET", "HEAD", "POST"}
+    assert {f"{method} {path}" for method, path in others if method == "POST"} == {
+        CONFIRM_ROUTE_KEY
+    }
 
 
 @pytest.mark.parametrize("event", sorted(EVENTS.glob("*.json")), ids=lambda path: path.stem)

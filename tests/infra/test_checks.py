@@ -51,6 +51,7 @@ ACCEPTED_FINDINGS = {
     "default": [
         "AwsSolutions-APIG4",  # the Archive's public GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
+        "AwsSolutions-APIG4",  # and its public POST /transfers/confirm (a signed offer)
         "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",
@@ -180,6 +181,7 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
         {
             "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
             "IbiArchive/Archive/Api/HEAD--{proxy+}/Resource",
+            "IbiArchive/Archive/Api/POST--transfers--confirm/Resource",
             "IbiResolver/Resolver/Api/GET--/Resource",
             "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
             "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",

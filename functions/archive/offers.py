@@ -1,0 +1,405 @@
+"""Transfers between institutions: a signed offer, public reads, a public confirmation.
+
+The deposit-API transfer (``transfer.py``) has the sender's role call the receiver's IAM-only
+API, which only works when one owner holds credentials for both Archives. Between two
+institutions each owner holds credentials for its own Archive only, so the original moves
+through what each Archive already shows the world, and a capability the sender signs:
+
+1. **offer** (sender, IAM ``POST /api/item/offers``): the sender's owner gets a short-lived
+   offer for one transferable original, naming the item (its deposit fields, links, access
+   count, and each file's path, SHA-256 and size), this Archive (service IBI, base URL), the
+   receiver's service IBI, what stays here (``copy`` or ``tombstone``), the item's version
+   and an expiry. It is signed with HMAC-SHA256 under the Archive's own keys (the urlkeys'
+   ``KeySource``, under the distinct context :data:`CONTEXT`). Issuing one writes nothing.
+2. **accept** (receiver, IAM ``POST /api/transfers/accept``): the receiver's owner hands the
+   offer to its Archive, which refuses an offer naming another receiver or expired, asks the
+   sender whether the offer still holds (``check``), pulls every file through the sender's
+   public ``/col/`` (as any reader would, under ``outbound.py``'s address rules), refuses on any
+   SHA-256 or size other than the offer's, and only then stages the item: a pending ``Copy``
+   answered to no one, files committed and checked like any upload.
+3. **confirm** (sender, public ``POST /transfers/confirm``): the sender verifies the offer's
+   HMAC, the receiver it names, the expiry, and that the item is still the original at the
+   offered version with the offered files, then demotes it (one conditional write on that
+   version, recorded in its history as ``released`` with the offer's id) and answers.
+4. **promote** (receiver): on that answer, the staged item becomes the ``Original`` (one
+   conditional write).
+
+Where the original is, step by step: until the sender's conditional write in step 3, the
+sender's item is the original and the receiver holds nothing or a pending copy it answers to
+no one. The write is the moment the original moves: from then on the sender answers ``Copy``
+(or a tombstone) and the receiver's staged item, already complete and checked, is the one
+that becomes the original; step 4 follows at once. So two originals never exist: the receiver
+promotes only on the sender's answer that it demoted. Nothing is lost in between: the staged
+item stays until it is promoted, and the sender's history names the offer and the receiver.
+
+Lost answers. An offer is single-use: it names the item's version, which the demotion
+changes. A confirmation of an offer that already demoted the item (its id in the history)
+is answered ``confirmed`` again, even after the expiry, so that a receiver whose first answer
+was lost accepts the same offer again and finishes (its staged item is kept: only a definite
+refusal, a 4xx, makes it forget the staged item; a network error or a 5xx leaves it, and says
+so). Once promoted, the receiver refuses the offer as a replay.
+
+The offer is a bearer capability, like a presigned URL: whoever holds it can ask the sender to
+demote the item in favour of the named receiver. Send it over a private channel and keep it
+short-lived (:data:`DEFAULT_TTL_SECONDS`); it can move the item to no other Archive.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger
+
+from functions.archive.errors import ArchiveError, BadRequest, Conflict, NotHeld, Unavailable
+from functions.archive.mapping import transfer_body
+from functions.archive.model import Forms, Item, State
+from functions.archive.service import UNKNOWN, ArchiveService
+from functions.shared.keys import KeySource
+
+logger = Logger(service="archive", child=True)
+
+CONTEXT = b"ibi-transfer-offer-v1"  # never the urlkeys' context: a tag of one is none of other
+PREFIX = "ibioffer1"
+DEFAULT_TTL_SECONDS = 3600
+MAX_TTL_SECONDS = 7 * 24 * 3600
+MAX_OFFER_CHARS = 256 * 1024
+SKEW_SECONDS = 60  # the two institutions' clocks may differ by this much
+REFRESH_SECONDS = 60  # an offer that verifies under no known key: read the keys again
+OFFER_MAX_FILE_BYTES = 64 * 1024 * 1024  # each file is pulled in one answer
+OFFER_MAX_BYTES = 128 * 1024 * 1024  # all of them are held in memory until they are staged
+Expected = dict[str, tuple[str, int]]  # path -> (sha256, size)
+
+
+class OfferRefused(ArchiveError):
+    """The offer is not one this Archive may act on (forged, for another, used, expired)."""
+
+    status = 403
+
+
+class OfferExpired(OfferRefused):
+    status = 410
+
+
+class Unconfirmed(ArchiveError):
+    """The sender could not be read, or its answer is unknown (unreachable, 5xx): whatever was
+    staged here is kept; accept the same offer again to finish."""
+
+    status = 502
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What the sender signs. ``item``: the transfer body, the access count, the files."""
+
+    id: str
+    ibi: str  # the item's key
+    sender: str  # the sender's service IBI
+    base_url: str  # where the sender is read and confirms
+    to: str  # the receiver's service IBI
+    version: int
+    expires: int  # seconds since the epoch
+    leave: str
+    item: dict[str, Any]
+
+    @property
+    def files(self) -> Expected:
+        return {f["path"]: (f["sha256"], f["size"]) for f in self.item.get("files", [])}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _tag(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, CONTEXT + b"\x00" + payload, hashlib.sha256).digest()
+
+
+class OfferKeys:
+    """Signs and verifies offers under the Archive's keys (newest signs, any verifies)."""
+
+    def __init__(self, source: KeySource, *, monotonic: Callable[[], float] = time.monotonic):
+        self._source = source
+        self._monotonic = monotonic
+        self._keys: list[bytes] = []
+        self._loaded_at = 0.0
+        self._lock = threading.Lock()
+
+    def _load(self, *, again: bool = False) -> list[bytes]:
+        with self._lock:
+            stale = again and self._monotonic() - self._loaded_at >= REFRESH_SECONDS
+            if self._keys and not stale:
+                return self._keys
+            self._loaded_at = self._monotonic()
+            try:
+                self._keys = self._source.load() or self._keys
+            except Exception as error:  # the secret's store: any failure, the same answer
+                logger.warning("offer keys not read", extra={"problem": str(error)[:200]})
+                if not self._keys:
+                    raise Unavailable("the Archive's key cannot be read now") from None
+            return self._keys
+
+    def seal(self, offer: Offer) -> str:
+        payload = json.dumps(asdict(offer), sort_keys=True, separators=(",", ":")).encode()
+        return f"{PREFIX}.{_b64(payload)}.{_b64(_tag(self._load()[0], payload))}"
+
+    def verified(self, token: Any) -> Offer:
+        """The offer if this Archive signed it (``OfferRefused`` otherwise)."""
+        payload, tag = _split(token)
+        for again in (False, True):
+            if any(hmac.compare_digest(_tag(k, payload), tag) for k in self._load(again=again)):
+                return _offer_of(payload)
+        raise OfferRefused("this is no offer of this Archive (its signature does not verify)")
+
+
+def _split(token: Any) -> tuple[bytes, bytes]:
+    if not isinstance(token, str) or len(token) > MAX_OFFER_CHARS:
+        raise BadRequest('give "offer": the text `ibi archive offer` printed')
+    parts = token.strip().split(".")
+    try:
+        if len(parts) != 3 or parts[0] != PREFIX:
+            raise ValueError("not an offer")
+        return _unb64(parts[1]), _unb64(parts[2])
+    except (ValueError, binascii.Error):
+        raise BadRequest("this is not an offer (ibioffer1.<payload>.<signature>)") from None
+
+
+def _offer_of(payload: bytes) -> Offer:
+    try:
+        data = json.loads(payload)
+        offer = Offer(**data)
+        if not isinstance(offer.item, dict) or not isinstance(offer.version, int):
+            raise TypeError("item or version")
+        offer.files  # noqa: B018 - every file has a path, a SHA-256 and a size
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise BadRequest(f"the offer cannot be read: {error}") from None
+    return offer
+
+
+def read_offer(token: Any) -> Offer:
+    """The offer's content, not verified (only its sender can): what the receiver reads."""
+    payload, _ = _split(token)
+    return _offer_of(payload)
+
+
+# ---------------------------------------------------------------------------- the sender
+
+
+def make_offer(
+    service: ArchiveService,
+    keys: OfferKeys,
+    label: str,
+    body: Any,
+    *,
+    sender: str,
+    base_url: str,
+) -> tuple[Offer, str]:
+    """An offer of ``label``'s original to the Archive whose service IBI is ``body["to"]``."""
+    if not isinstance(body, dict) or not isinstance(body.get("to"), str):
+        raise BadRequest('send {"to": "<receiving Archive service IBI>", "leave": "copy"}')
+    leave, ttl = body.get("leave", "copy"), body.get("expires_in", DEFAULT_TTL_SECONDS)
+    if leave not in {"copy", "tombstone"}:
+        raise BadRequest('"leave" is "copy" or "tombstone"')
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 60 <= ttl <= MAX_TTL_SECONDS:
+        raise BadRequest(f'"expires_in" is a whole number of seconds, 60 to {MAX_TTL_SECONDS}')
+    try:
+        to = Forms.of(body["to"]).key
+    except ValueError:
+        raise BadRequest(f'"to" is not an IBI: {body["to"]!r}') from None
+    item = service.get(label)
+    if item.state is not State.ORIGINAL or item.pending:
+        raise Conflict(f"{item.key} is a {item.state.value} here: only an original moves")
+    if item.service or not item.transferable:
+        raise Conflict(f"{item.key} is an untransferable original")
+    if to == sender:
+        raise BadRequest("an offer is for another Archive")
+    offer = Offer(
+        id=secrets.token_hex(16),
+        ibi=item.key,
+        sender=sender,
+        base_url=base_url,
+        to=to,
+        version=item.version,
+        expires=int(service.now()) + ttl,
+        leave=leave,
+        item={
+            **transfer_body(item),
+            "accesses": service.accesses(item),
+            "files": [f.to_mapping() for f in item.files],
+            "default_file": item.default_file,
+        },
+    )
+    return offer, keys.seal(offer)
+
+
+def released_by(item: Item, offer: Offer) -> bool:
+    """Whether ``offer`` already moved ``item`` away from here (its id in the history)."""
+    mark = release_reason(offer)
+    return any(r.action == "released" and r.reason == mark for r in item.history)
+
+
+def release_reason(offer: Offer) -> str:
+    return f"offer {offer.id} to {offer.to}"
+
+
+def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str) -> dict[str, Any]:
+    """The sender's public answer to a receiver: ``check`` whether the offer holds, or
+    ``confirm``: demote the original (once) and say so. Refusals raise (4xx)."""
+    if not isinstance(body, dict) or body.get("action") not in {"check", "confirm"}:
+        raise BadRequest('send {"offer": …, "receiver": <service IBI>, "action": "confirm"}')
+    offer = keys.verified(body.get("offer"))
+    if offer.sender != sender:
+        raise OfferRefused("this offer was made by another Archive")
+    if body.get("receiver") != offer.to:
+        raise OfferRefused(f"this offer is for {offer.to}, not for {body.get('receiver')!r}")
+    item = service.get(offer.ibi)
+    answer = {"ibi": item.ibi.to_mapping(), "offer": offer.id}
+    if released_by(item, offer):  # a retry whose first answer was lost: the same answer
+        return {**answer, "confirmed": True, "here": item.state.value}
+    if int(service.now()) >= offer.expires:
+        raise OfferExpired(f"the offer expired at {offer.expires}; ask for a new one")
+    if item.state is not State.ORIGINAL or item.pending or item.version != offer.version:
+        raise OfferRefused(f"{item.key} changed since the offer was made; ask for a new one")
+    if {f.path: (f.sha256, f.size) for f in item.files} != offer.files:
+        raise OfferRefused(f"{item.key}'s files are not the offered ones")
+    if body["action"] == "check":
+        return {**answer, "valid": True}
+    try:
+        _, after = service.release_original(
+            offer.ibi, leave=offer.leave, version=offer.version, reason=release_reason(offer)
+        )
+    except Conflict:  # a concurrent confirmation of the same offer may have won
+        after = service.get(offer.ibi)
+        if not released_by(after, offer):
+            raise
+    logger.info("original released", extra={"ibi": item.key, "to": offer.to, "offer": offer.id})
+    return {**answer, "confirmed": True, "here": after.state.value}
+
+
+# ---------------------------------------------------------------------------- the receiver
+
+
+class Sender(Protocol):
+    """A sending Archive as the public reaches it (``outbound.PublicArchive``)."""
+
+    def file(self, ibi: Forms, path: str, *, max_bytes: int) -> bytes: ...
+    def confirm(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
+
+
+class Staging(Protocol):
+    """The receiver's side: its items, and its file store's upload and check."""
+
+    archive: ArchiveService
+
+    def stage_file(self, item_key: str, path: str, data: bytes, content_type: str) -> None: ...
+    def commit_files(self, label: str, body: Any, principal: str = UNKNOWN) -> Any: ...
+
+
+def accept(
+    staging: Staging,
+    connect: Callable[[str], Sender],
+    token: Any,
+    *,
+    me: Forms,
+    principal: str,
+) -> Item:
+    """Take the offered original: check, pull, verify, stage, confirm, promote (module doc)."""
+    archive = staging.archive
+    offer = read_offer(token)
+    if offer.to not in me.labels and offer.to != me.key:
+        raise OfferRefused(f"this offer is for {offer.to}, not for this Archive ({me.key})")
+    body = {"offer": token, "receiver": offer.to}
+    held = _find(archive, offer.ibi)
+    if held is not None and not held.pending:
+        raise Conflict(f"{held.key} is held here already (a {held.state.value}): offer used")
+    sender = connect(offer.base_url)
+    staged = held is not None and _files(held) == offer.files
+    if not staged:
+        if int(archive.now()) >= offer.expires + SKEW_SECONDS:
+            raise OfferExpired(f"the offer expired at {offer.expires}; ask for a new one")
+        _answer(sender, {**body, "action": "check"}, offer, cancel=None)
+        contents = _pull(sender, offer)
+        _stage(staging, offer, contents, principal)
+    answer = _answer(sender, {**body, "action": "confirm"}, offer, cancel=archive)
+    if answer.get("confirmed") is not True:
+        raise Unconfirmed("the sender did not confirm; the item stays staged here")
+    staged_item = archive.get(offer.ibi)
+    return archive.complete_transfer(offer.ibi, principal=staged_item.creator or UNKNOWN)
+
+
+def _find(archive: ArchiveService, label: str) -> Item | None:
+    try:
+        return archive.get(label)
+    except NotHeld:
+        return None
+
+
+def _files(item: Item) -> Expected:
+    return {f.path: (f.sha256, f.size) for f in item.files}
+
+
+def _pull(sender: Sender, offer: Offer) -> list[tuple[str, bytes, str]]:
+    """Every offered file through the sender's public reads, each checked against the offer."""
+    forms = Forms.from_mapping(offer.item["ibi"])
+    if sum(size for _, size in offer.files.values()) > OFFER_MAX_BYTES:
+        raise BadRequest(f"the files are too large to transfer this way (> {OFFER_MAX_BYTES} B)")
+    contents = []
+    for entry in offer.item.get("files", []):
+        path, sha256, size = entry["path"], entry["sha256"], entry["size"]
+        if size > OFFER_MAX_FILE_BYTES:
+            raise BadRequest(f"{path!r} is too large to transfer this way ({size} bytes)")
+        try:
+            data = sender.file(forms, path, max_bytes=size + 1)  # a longer one fails below
+        except Exception as error:  # nothing is staged yet: nothing changed
+            raise Unconfirmed(f"{path!r} cannot be read from the sender: {error}") from None
+        if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
+            raise OfferRefused(f"{path!r} read from the sender is not the offered file")
+        contents.append((path, data, str(entry.get("content_type", "application/octet-stream"))))
+    return contents
+
+
+def _stage(
+    staging: Staging, offer: Offer, contents: list[tuple[str, bytes, str]], principal: str
+) -> None:
+    """The item held here as an incoming transfer, its files committed (answered to no one)."""
+    fields = {k: v for k, v in offer.item.items() if k not in {"files", "default_file"}}
+    item = staging.archive.receive_transfer(fields, principal=principal)
+    for path, data, content_type in contents:
+        staging.stage_file(item.key, path, data, content_type)
+    declared = [{"path": p, "sha256": s, "size": n} for p, (s, n) in offer.files.items()]
+    if declared:
+        default = offer.item.get("default_file")
+        staging.commit_files(item.key, {"files": declared, "default_file": default}, principal)
+
+
+def _answer(
+    sender: Sender, body: dict[str, Any], offer: Offer, *, cancel: ArchiveService | None
+) -> dict[str, Any]:
+    """The sender's answer; a refusal (4xx) forgets the staged item (``cancel``): the sender
+    answers a refusal only while it holds the original. Anything else keeps it."""
+    try:
+        status, answer = sender.confirm(body)
+    except Exception as error:
+        raise Unconfirmed(f"the sender cannot be reached ({error}); accept again") from None
+    if 200 <= status < 300:
+        return answer
+    if 400 <= status < 500 and status != 429:
+        if cancel is not None:
+            cancel.cancel_transfer(offer.ibi)
+        refusal = answer.get("error")
+        message = refusal.get("message") if isinstance(refusal, dict) else status
+        raise OfferRefused(f"the sender refused the offer: {message}")
+    raise Unconfirmed(f"the sender answered {status}; the item stays staged here, accept again")
