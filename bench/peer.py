@@ -155,6 +155,7 @@ def ibi(rounds: int, folder: Path) -> dict[str, Any]:
 
 
 BIBTEX = {"Accept": "application/x-bibtex"}
+FORMATTED = {"Accept": "text/x-bibliography; style=apa"}
 
 
 def _negotiated(archive: Any, resolver_url: str, rounds: int) -> dict[str, Any]:
@@ -163,14 +164,21 @@ def _negotiated(archive: Any, resolver_url: str, rounds: int) -> dict[str, Any]:
     dc = {"title": "A benchmark report", "creator": ["Banon, G. J. F."], "date": "2014"}
     item = archive.create({"url": "https://example.org/report", "dc": dc})
     persistent = f"{resolver_url}/{item['ibi']['ibip']}"
-    for _ in range(4):  # warm every worker and its location hint
+    for _ in range(4):  # warm every worker, its location hint and citeproc's import
         _timed(urllib.request.Request(persistent, headers=BIBTEX), 200)
+        _timed(urllib.request.Request(persistent, headers=FORMATTED), 200)
     redirects: list[float] = []
     citations: list[float] = []
+    formatted: list[float] = []
     for _ in range(rounds):
         redirects.append(_timed(urllib.request.Request(persistent), 302))
         citations.append(_timed(urllib.request.Request(persistent, headers=BIBTEX), 200))
-    return {"redirect": summary_ms(redirects), "bibtex": summary_ms(citations)}
+        formatted.append(_timed(urllib.request.Request(persistent, headers=FORMATTED), 200))
+    return {
+        "redirect": summary_ms(redirects),
+        "bibtex": summary_ms(citations),
+        "formatted": summary_ms(formatted),
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:

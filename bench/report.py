@@ -212,8 +212,13 @@ def _peer(peer: dict[str, Any]) -> list[str]:
             "|---|---|",
             f"| redirect (302) | {redirect['p50_ms']} / {redirect['p99_ms']} |",
             f"| negotiated BibTeX (200) | {bibtex['p50_ms']} / {bibtex['p99_ms']} |",
-            "",
         ]
+        if formatted := ours["negotiated"].get("formatted"):
+            lines.append(
+                "| formatted citation, `text/x-bibliography; style=apa` (200) | "
+                f"{formatted['p50_ms']} / {formatted['p99_ms']} |"
+            )
+        lines.append("")
     if "hop" in ours:
         hop, asked = ours["hop"]["p50_ms"], ours["archive_url_request"]["p50_ms"]
         rest = round(ours["resolve"]["p50_ms"] - hop - asked, 2)

@@ -66,12 +66,17 @@ class BundlingError(RuntimeError):
     """The asset could not be built; the message says what to run to fix it."""
 
 
+DATA_SUFFIXES = (".csl",)  # the resolver's citation styles (functions/resolver/styles/)
+
+
 def _python_sources(directory: str, names: list[str]) -> set[str]:
-    """``shutil.copytree`` ignore function: keep sub-packages and ``.py`` files only."""
+    """``shutil.copytree`` ignore function: keep sub-packages, ``.py`` files and data files
+    the code reads (:data:`DATA_SUFFIXES`) only."""
     return {
         name
         for name in names
-        if name == "__pycache__" or not (name.endswith(".py") or Path(directory, name).is_dir())
+        if name == "__pycache__"
+        or not (name.endswith((".py", *DATA_SUFFIXES)) or Path(directory, name).is_dir())
     }
 
 

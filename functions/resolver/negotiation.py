@@ -6,10 +6,14 @@ Archive which answered the resolution gives in its holdings pairs. The resolutio
 ordinary one (modifiers keep their meaning: ``!`` cites the last edition); its requests only
 also carry ``extension.holdings=yes``, so a negotiated answer costs no extra round.
 
+``text/x-bibliography`` (a formatted citation, ``style`` and ``locale`` parameters as doi.org's)
+is chosen here as ``text/x-bibliography; style=<style>[; locale=<locale>]`` and rendered by
+``bibliography.py``; a style it does not offer is 406.
+
 A browser (``text/html`` or ``*/*`` at least as wanted), a client with no ``Accept``, and any
 type this module does not know keep the 302: a file's own type (``application/pdf``) is the
 redirect's business. A metadata type of the DOI world that is not offered here (RDF, DataCite
-XML, RIS, formatted ``text/x-bibliography``) answers 406 with the list of what is.
+XML, RIS) answers 406 with the list of what is.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ BIBTEX = "application/x-bibtex"
 JSON_LD = "application/ld+json"
 OAI_DC_XML = "application/xml"
 OFFERED = (CSL_JSON, BIBTEX, JSON_LD, OAI_DC_XML)
+BIBLIOGRAPHY = "text/x-bibliography"  # formatted: bibliography.py, with style and locale
+STYLE_ALIASES = {
+    "mla": "modern-language-association",
+    "chicago": "chicago-author-date",
+    "harvard": "harvard-cite-them-right",
+    "harvard1": "harvard-cite-them-right",
+    "abnt": "associacao-brasileira-de-normas-tecnicas",
+}
 ALIASES = {
     "application/citeproc+json": CSL_JSON,
     "application/vnd.schemaorg.ld+json": JSON_LD,
@@ -38,7 +50,6 @@ ALIASES = {
 }
 NOT_OFFERED = frozenset(
     {
-        "text/x-bibliography",
         "application/rdf+xml",
         "text/turtle",
         "application/vnd.datacite.datacite+xml",
@@ -61,23 +72,48 @@ class NotAcceptable:
     asked: str
 
 
+def _quality(value: str) -> float:
+    try:
+        q = float(value)
+    except ValueError:
+        return 0.0
+    return min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
+
+
+def _ranges(header: str | None) -> list[tuple[str, float, dict[str, str]]]:
+    """``(media range, q, other parameters)`` in the order given (a bad ``q`` counts as 0)."""
+    ranges: list[tuple[str, float, dict[str, str]]] = []
+    for part in (header or "").split(",")[:MAX_RANGES]:
+        kind, *pieces = (piece.strip() for piece in part.split(";"))
+        q, parameters = 1.0, {}
+        for piece in pieces:
+            key, _, value = piece.partition("=")
+            key = key.strip().lower()
+            if key == "q":
+                q = _quality(value)
+            elif key:
+                parameters[key] = value.strip().strip('"')
+        if kind:
+            ranges.append((kind.lower(), q, parameters))
+    return ranges
+
+
 def parse_accept(header: str | None) -> list[tuple[str, float]]:
     """``(media range, q)`` in the order given; a malformed ``q`` counts as 0."""
-    ranges: list[tuple[str, float]] = []
-    for part in (header or "").split(",")[:MAX_RANGES]:
-        kind, *parameters = (piece.strip() for piece in part.split(";"))
-        q = 1.0
-        for parameter in parameters:
-            key, _, value = parameter.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-                q = min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
-        if kind:
-            ranges.append((kind.lower(), q))
-    return ranges
+    return [(kind, q) for kind, q, _ in _ranges(header)]
+
+
+def formatted(parameters: dict[str, str]) -> str | NotAcceptable:
+    """``text/x-bibliography; style=…[; locale=…]`` for the style asked (default apa)."""
+    from functions.resolver import bibliography
+
+    asked = parameters.get("style", "").strip().lower() or bibliography.DEFAULT_STYLE
+    style = STYLE_ALIASES.get(asked, asked)
+    if style not in bibliography.STYLES:
+        return NotAcceptable(f"{BIBLIOGRAPHY}; style={asked[:60]}")
+    chosen = f"{BIBLIOGRAPHY}; style={style}"
+    locale = bibliography.normalize_locale(parameters.get("locale"))
+    return chosen + (f"; locale={locale}" if locale else "")
 
 
 def choose(accept: str | None) -> str | NotAcceptable | None:
@@ -86,20 +122,20 @@ def choose(accept: str | None) -> str | NotAcceptable | None:
     A metadata type wins only when wanted more than a page (``text/html``, ``*/*``); among
     offered types the highest q, then the first named.
     """
-    ranges = parse_accept(accept)
-    page = max((q for kind, q in ranges if kind in PAGES), default=0.0)
-    best: tuple[float, str] | None = None
+    ranges = _ranges(accept)
+    page = max((q for kind, q, _ in ranges if kind in PAGES), default=0.0)
+    best: tuple[float, str, dict[str, str]] | None = None
     refused: tuple[float, str] | None = None
-    for kind, q in ranges:
+    for kind, q, parameters in ranges:
         offered = ALIASES.get(kind, kind)
         if q <= page:
             continue
-        if offered in OFFERED and (best is None or q > best[0]):
-            best = (q, offered)
+        if (offered in OFFERED or offered == BIBLIOGRAPHY) and (best is None or q > best[0]):
+            best = (q, offered, parameters)
         elif kind in NOT_OFFERED and (refused is None or q > refused[0]):
             refused = (q, kind)
     if best is not None:
-        return best[1]
+        return formatted(best[2]) if best[1] == BIBLIOGRAPHY else best[1]
     return NotAcceptable(refused[1]) if refused is not None else None
 
 
@@ -120,13 +156,19 @@ def record_of(pairs: PairList | None, *, persistent_url: str, ibi: str) -> Recor
 
 
 def render(media_type: str, record: Record) -> str:
+    """The record in the chosen type (as :func:`choose` names it)."""
+    if media_type.startswith(BIBLIOGRAPHY):
+        from functions.resolver import bibliography
+
+        parameters = dict(_ranges(media_type)[0][2])
+        return bibliography.render(record, parameters["style"], parameters.get("locale"))
     from ibi.core.citation import RENDERERS
 
     return RENDERERS[media_type](record)
 
 
 def content_type(media_type: str) -> str:
-    return f"{media_type}; charset=utf-8"
+    return f"{media_type.split(';', maxsplit=1)[0]}; charset=utf-8"
 
 
 def signposting_links(cite_as: str, *, canonical: str) -> str:
@@ -151,9 +193,13 @@ def link_target(url: str) -> str:
 
 
 def not_acceptable_text(asked: str) -> str:
+    from functions.resolver.bibliography import STYLES
+
     offered = "\n".join(f"  {kind}" for kind in OFFERED)
+    styles = ", ".join(STYLES)
     return (
         f"406 Not Acceptable: {asked[:100]} is not offered for this persistent URL.\n"
         f"Available (Accept):\n{offered}\n"
+        f"  {BIBLIOGRAPHY}; style=<style>; locale=<locale> (styles: {styles})\n"
         "Without one of them (or with text/html or */*) the persistent URL redirects.\n"
     )

@@ -178,7 +178,11 @@ def _asdict(url: DemoURL) -> dict[str, Any]:
     return {"path": url.path, "expect": url.expect, "what": url.what}
 
 
-CITATION_TYPES = ("application/x-bibtex", "application/vnd.citationstyles.csl+json")
+CITATION_TYPES = (
+    "application/x-bibtex",
+    "application/vnd.citationstyles.csl+json",
+    "text/x-bibliography; style=apa",
+)
 
 
 def citation_examples(resolver_url: str, urls: list[DemoURL]) -> list[str]:

@@ -58,6 +58,35 @@ def asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return outdir / f"asset.{asset_hash}"
 
 
+@pytest.fixture(scope="module")
+def resolver_asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The resolver's asset, built offline as :func:`asset` is."""
+    outdir = tmp_path_factory.mktemp("bundled-resolver")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        env.setenv("PIP_RETRIES", "0")
+        app = App(outdir=str(outdir))
+        stack = _function_stack(app, function_code("resolver"))
+        app.synth()
+    return outdir / f"asset.{_asset_key(stack).removesuffix('.zip')}"
+
+
+def test_the_resolver_asset_carries_its_citation_styles_and_formatter(
+    resolver_asset: Path,
+) -> None:
+    """text/x-bibliography in AWS: the .csl files beside bibliography.py, citeproc-py and lxml
+    (arm64) installed, citeproc's own locales with it."""
+    styles = REPO_ROOT / "functions" / "resolver" / "styles"
+    shipped = resolver_asset / "functions" / "resolver" / "styles"
+    assert sorted(p.name for p in shipped.glob("*.csl")) == sorted(
+        p.name for p in styles.glob("*.csl")
+    )
+    assert len(list(shipped.glob("*.csl"))) >= 8
+    assert (resolver_asset / "citeproc" / "data" / "locales" / "locales-pt-BR.xml").is_file()
+    (lxml,) = resolver_asset.glob("lxml-*.dist-info")
+    assert "aarch64" in (lxml / "WHEEL").read_text()
+
+
 def test_asset_holds_the_function_the_core_and_its_wheels(asset: Path) -> None:
     assert (asset / "functions" / "__init__.py").is_file()
     assert (asset / "functions" / "minting" / "handler.py").is_file()

@@ -12,7 +12,10 @@ B a copy of ITEM, C the original of NEXT.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -28,7 +31,7 @@ from moto import mock_aws
 from pyld import jsonld
 from signposting.linkheader import find_signposting_http_link
 
-from functions.resolver import handler, negotiation, wiring
+from functions.resolver import bibliography, handler, negotiation, wiring
 from functions.resolver.network import Outcome, Request
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
@@ -39,6 +42,8 @@ from ibi.defaults import RESOLVER_SERVICE_IBI
 from ibi_tools.local.gateway import LocalContext
 from tests.fakes_resolver import ScriptedTransport
 from tests.fuzzing import event
+
+ROOT = Path(__file__).resolve().parents[2]
 
 KEY = "1234567890-0987654321"
 A, B, C = "8JMKD3MGP8W/3FSUP4A", "8JMKD3MGP8W/3FSUP4B", "8JMKD3MGP8W/3FSUP4C"
@@ -185,7 +190,23 @@ def header(answer: dict[str, Any], name: str) -> str:
         ("application/x-bibtex;q=nan, text/html;q=0.1", None),
         ("application/x-bibtex;q=abc", None),
         ("text/turtle", negotiation.NotAcceptable("text/turtle")),
-        ("text/x-bibliography; style=apa", negotiation.NotAcceptable("text/x-bibliography")),
+        ("text/x-bibliography", "text/x-bibliography; style=apa"),
+        ("text/x-bibliography; style=IEEE", "text/x-bibliography; style=ieee"),
+        (
+            "text/x-bibliography; style=mla",
+            "text/x-bibliography; style=modern-language-association",
+        ),
+        (
+            'text/x-bibliography; style="apa"; locale=pt_br',
+            "text/x-bibliography; style=apa; locale=pt-BR",
+        ),
+        ("text/x-bibliography; style=apa; locale=<script>", "text/x-bibliography; style=apa"),
+        (
+            "text/x-bibliography; style=no-such",
+            negotiation.NotAcceptable("text/x-bibliography; style=no-such"),
+        ),
+        ("text/html, text/x-bibliography;q=0.9", None),
+        ("application/x-bibtex;q=0.5, text/x-bibliography", "text/x-bibliography; style=apa"),
         ("text/turtle, application/x-bibtex;q=0.5", citation.BIBTEX),
     ],
 )
@@ -342,7 +363,16 @@ def test_an_unknown_ibi_is_still_a_404_when_negotiating(archives: Archives) -> N
 # ---------------------------------------------------------------------------- any input
 
 ACCEPT_PARTS = st.sampled_from(
-    [*negotiation.OFFERED, *negotiation.NOT_OFFERED, *negotiation.PAGES, "application/pdf", ""]
+    [
+        *negotiation.OFFERED,
+        *negotiation.NOT_OFFERED,
+        *negotiation.PAGES,
+        "application/pdf",
+        "",
+        negotiation.BIBLIOGRAPHY,
+        f"{negotiation.BIBLIOGRAPHY}; style=ieee; locale=de",
+        f"{negotiation.BIBLIOGRAPHY}; style=x;y",
+    ]
 )
 Q = st.one_of(st.none(), st.floats(allow_nan=True), st.text(max_size=5))
 
@@ -358,6 +388,7 @@ def test_any_accept_header_chooses_an_offered_type_refuses_or_redirects(
         chosen is None
         or chosen in negotiation.OFFERED
         or isinstance(chosen, negotiation.NotAcceptable)
+        or chosen.startswith(f"{negotiation.BIBLIOGRAPHY}; style=")
     )
 
 
@@ -382,3 +413,61 @@ def test_whatever_the_dublin_core_every_consumer_reads_the_answer(
 def test_the_resolver_offers_exactly_what_citation_renders() -> None:
     assert set(negotiation.OFFERED) == set(citation.RENDERERS)
     assert set(negotiation.DESCRIBED_BY) == set(citation.RENDERERS)
+
+
+# ---------------------------------------------------------------------------- text/x-bibliography
+
+
+@pytest.mark.parametrize("style", bibliography.STYLES)
+def test_every_style_formats_the_citation_with_citeproc(archives: Archives, style: str) -> None:
+    got = get(f"/{ITEM}", f"text/x-bibliography; style={style}")
+    assert got["statusCode"] == 200, got["body"]
+    assert header(got, "content-type") == "text/x-bibliography; charset=utf-8"
+    assert header(got, "vary") == "Accept"
+    body = got["body"]
+    assert body.endswith("\n") and body.count("\n") == 1  # one entry, one line
+    assert "mara" in body.lower()  # Câmara (ABNT writes family names in capitals)
+    assert "Braces" in body and "2024" in body
+
+
+def test_the_default_style_is_apa_in_the_style_s_locale(archives: Archives) -> None:
+    got = get(f"/{ITEM}", "text/x-bibliography")
+    assert got["statusCode"] == 200, got["body"]
+    assert got["body"].startswith("Câmara, G., & INPE. (2024")
+    assert f"https://urlib.net/{ITEM}" in got["body"] or ITEM in got["body"]
+
+
+def test_the_locale_changes_the_words_of_the_citation() -> None:
+    record = citation.Record(
+        persistent_url=f"http://api.example.org/{ITEM}",
+        ibi=ITEM,
+        dc={"title": ("Sensores",), "creator": ("Banon, Gerald",), "date": ("2009-07-21",)},
+    )
+    english = bibliography.render(record, "modern-language-association", "en-US")
+    portuguese = bibliography.render(record, "modern-language-association", "pt-BR")
+    assert "July" in english and "julho" in portuguese
+    # a locale citeproc-py lacks falls back to its language, then to the style's own
+    assert bibliography.render(record, "modern-language-association", "pt") == portuguese
+    assert bibliography.render(record, "modern-language-association", "xx-YY") == english
+
+
+def test_an_unknown_style_is_a_406_listing_the_styles(archives: Archives) -> None:
+    got = get(f"/{ITEM}", "text/x-bibliography; style=no-such-style")
+    assert got["statusCode"] == 406
+    assert "style=no-such-style" in got["body"]
+    for style in bibliography.STYLES:
+        assert style in got["body"]
+
+
+def test_a_redirecting_cold_start_never_imports_citeproc() -> None:
+    """The formatter (citeproc-py, lxml) loads only for a formatted citation."""
+    code = (
+        "import sys\n"
+        "from functions.resolver import handler, negotiation\n"
+        "assert negotiation.choose('text/x-bibliography; style=ieee')\n"
+        "print(sorted(m for m in ('citeproc', 'lxml') if m in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert run.stdout.strip() == "[]"
