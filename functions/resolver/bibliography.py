@@ -12,10 +12,11 @@ start that redirects never loads them.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ibi.core.citation import Record
@@ -58,25 +59,27 @@ def _citeproc_locale(locale: str | None) -> str | None:
     return next((name for name in available if name.split("-")[0] == language), None)
 
 
+@functools.lru_cache(maxsize=32)
+def _style(style: str, locale: str | None) -> Any:
+    """The parsed style and locale, kept per execution environment: parsing a CSL style and
+    its locale is most of a formatted citation's time, and neither changes."""
+    from citeproc import CitationStylesStyle
+
+    return CitationStylesStyle(
+        str(style_path(style)), locale=_citeproc_locale(locale), validate=False
+    )
+
+
 def render(record: Record, style: str, locale: str | None) -> str:
     """The record's citation in ``style`` (one of :data:`STYLES`), as one line of text."""
-    from citeproc import (
-        Citation,
-        CitationItem,
-        CitationStylesBibliography,
-        CitationStylesStyle,
-        formatter,
-    )
+    from citeproc import Citation, CitationItem, CitationStylesBibliography, formatter
     from citeproc.source.json import CiteProcJSON
 
     from ibi.core.citation import csl_json
 
     (item,) = json.loads(csl_json(record))
     source = CiteProcJSON([item])
-    csl = CitationStylesStyle(
-        str(style_path(style)), locale=_citeproc_locale(locale), validate=False
-    )
-    bibliography = CitationStylesBibliography(csl, source, formatter.plain)
+    bibliography = CitationStylesBibliography(_style(style, locale), source, formatter.plain)
     bibliography.register(Citation([CitationItem(item["id"])]))
     entries = [" ".join(str(entry).split()) for entry in bibliography.bibliography()]
     return "\n".join(entries) + "\n"
