@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
 from constructs import Construct
 
@@ -31,6 +34,8 @@ HANDLER = "functions.minting.handler.lambda_handler"
 # The Lambda may hold a request up to IBI_MAX_WAIT_SECONDS before issuing the label.
 TIMEOUT_MARGIN_SECONDS = 10
 MEMORY_MB = 256
+# Where a minting state claims each prefix it mints under (see MintingService._claim_prefixes).
+CLAIM_PARAMETER_PATH = "/ibi/minting-prefix/"
 # Every route is IAM-authorized (the API's default authorizer).
 ROUTES = (
     (apigwv2.HttpMethod.POST, "/mint"),
@@ -103,7 +108,38 @@ class MintingService(LambdaService):
             default_authorizer=HttpIamAuthorizer(),
         )
         self.routes = self._add_routes(ROUTES, integration)
+        self.claims = self._claim_prefixes(subsystems)
         self._acknowledge_findings()
+
+    def _claim_prefixes(self, subsystems: Sequence[Subsystem]) -> list[ssm.StringParameter]:
+        """One SSM parameter per prefix this minting state mints under, named after the prefix
+        alone (:func:`claim_parameter_name`): the guard against two minting states for one
+        subsystem that works across deploys (issue 13, item 8).
+
+        Two stacks deployed separately (``IbiMinting`` and ``IbiArchive``, or two stages) with a
+        subsystem of the same prefix would issue the same labels. The second deploy to reach the
+        account and region creates a parameter that already exists, and CloudFormation fails it
+        ("already exists") before its minting function exists. Deleting the stack deletes its
+        claims: a state made later starts from the present, after every label the old one
+        issued. Another account or region cannot be seen from here (docs/deploy.md).
+        """
+        stack_name = Stack.of(self).stack_name
+        claims = []
+        for subsystem in subsystems:
+            for kind, prefix in (("Rep", subsystem.rep_prefix), ("Ibip", subsystem.ibip_prefix)):
+                claim = ssm.StringParameter(
+                    self,
+                    f"Claim{kind}-{subsystem.name}",
+                    parameter_name=claim_parameter_name(prefix),
+                    description=f"IBI prefix {prefix} is minted by one minting state only",
+                    string_value=json.dumps(
+                        {"prefix": prefix, "subsystem": subsystem.name, "stack": stack_name}
+                    ),
+                    tier=ssm.ParameterTier.STANDARD,
+                )
+                claim.apply_removal_policy(RemovalPolicy.DESTROY)
+                claims.append(claim)
+        return claims
 
     @property
     def mint_url(self) -> str:
@@ -112,3 +148,10 @@ class MintingService(LambdaService):
     def grant_invoke(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` call every route (``execute-api:Invoke``), e.g. an Archive."""
         self._grant_routes(self.routes, grantee)
+
+
+def claim_parameter_name(prefix: str) -> str:
+    """The SSM parameter that claims ``prefix`` in an account and region: the prefix's SHA-256,
+    since a prefix holds characters (``:``) that a parameter name may not."""
+    digest = hashlib.sha256(prefix.encode()).hexdigest()[:40]
+    return f"{CLAIM_PARAMETER_PATH}{digest}"
