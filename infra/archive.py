@@ -27,6 +27,7 @@ HEAD = apigwv2.HttpMethod.HEAD
 # Each action the Archive Lambda performs, and nothing else (least privilege).
 ITEMS_TABLE_ACTIONS = (
     "dynamodb:GetItem",  # store.py: an item, an alias, #service, #profile
+    "dynamodb:BatchGetItem",  # store.py: #profile and the item asked, one round per urlRequest
     "dynamodb:PutItem",  # store.py: a new item or alias, #service, spend a urlkey (conditional)
     "dynamodb:UpdateItem",  # store.py: replace an item, #profile, count an access
     "dynamodb:DeleteItem",  # store.py: undo an alias when the IBI turns out to be taken

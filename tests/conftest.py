@@ -6,13 +6,17 @@ import json
 import os
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from functions.minting.service import MintingService
 from ibi.core.distributor import Granularity
 from ibi.core.subsystem import Subsystem, check_distinct
+from tests import aws_calls
 from tests.fakes import FakeClock, MemoryMintStore
+
+AWS_CALL_LOG = pytest.StashKey[Path]()
 
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
@@ -21,6 +25,35 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
 os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+IAM_CHECK = "tests/infra/test_iam_calls.py::test_every_recorded_call"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Record every AWS call the functions make (tests/aws_calls.py), for the IAM check."""
+    log = config.rootpath / ".cache" / f"aws-calls-{os.getpid()}.jsonl"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)
+    config.stash[AWS_CALL_LOG] = log
+    aws_calls.install(log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The IAM check runs last, after the tests whose calls it checks; without integration or
+    e2e tests in the session it has nothing to check and is left out."""
+    check = [item for item in items if item.nodeid.startswith(IAM_CHECK)]
+    recorded = any(item.nodeid.startswith(("tests/integration/", "tests/e2e/")) for item in items)
+    items[:] = [item for item in items if not item.nodeid.startswith(IAM_CHECK)]
+    if recorded:
+        items.extend(check)
+    elif check:
+        config.hook.pytest_deselected(items=check)
+
+
+@pytest.fixture(scope="session")
+def aws_call_log(request: pytest.FixtureRequest) -> Path:
+    return request.config.stash[AWS_CALL_LOG]
+
 
 SUBSYSTEMS = [
     {"name": "default", "host": "ibi.example.org", "ip": "192.0.2.10", "granularity": "0.001"},
