@@ -38,6 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
     aws_calls.install(log)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    log = config.stash.get(AWS_CALL_LOG, None)
+    if log is not None:
+        log.unlink(missing_ok=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The IAM check runs last, after the tests whose calls it checks; without integration or
     e2e tests in the session it has nothing to check and is left out."""
