@@ -341,7 +341,9 @@ class Archive(LambdaService):
                         "write, only for a key the Archive's HMAC verifies within its window) "
                         "and counts the access; a file that fails its SHA-256 is recorded "
                         "damaged once; the first request ever claims the #service item. "
-                        "Deposits, revisions and transfers are under /api/ and IAM-authorized; "
+                        "Deposits, revisions and transfers are under /api/ and IAM-authorized "
+                        "(a transfer between institutions is confirmed on the public POST "
+                        "/transfers/confirm, which acts only on an offer this Archive signed); "
                         "the stage throttles every route (ibi:throttle)."
                     ),
                 )
