@@ -5,13 +5,13 @@ Run by ``cdk synth`` (cdk.json) or directly: ``CDK_OUTDIR=cdk.out python app.py`
 it reads ``cdk.json``'s context, needs no AWS credentials, no network and no Docker.
 """
 
-from aws_cdk import App
-
-from infra.config import cdk_json_context
+from infra.config import cdk_json_context  # first: infra/__init__.py quiets jsii's Node banner
 from infra.stacks import build_app
 
 
 def main() -> None:
+    from aws_cdk import App
+
     build_app(App(context=cdk_json_context())).synth()
 
 
