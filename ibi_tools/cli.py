@@ -612,8 +612,12 @@ def cmd_resolver_archives(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- local
 
 
+PORT_OPTIONS = {"minting": "--port", "resolver": "--resolver-port"}  # else an Archive's
+
+
 def cmd_local(args: argparse.Namespace) -> int:
-    from ibi_tools.local.federation import LocalFederation
+    from ibi_tools.local.federation import DataDirInUseError, LocalFederation
+    from ibi_tools.local.gateway import PortInUseError
     from ibi_tools.local.stores import LocalStoreError
 
     os.umask(0o077)  # every file this run and its children write: the user's only
@@ -627,8 +631,11 @@ def cmd_local(args: argparse.Namespace) -> int:
     )
     try:
         federation.start()
-    except LocalStoreError as error:
+    except (LocalStoreError, DataDirInUseError) as error:
         raise CommandError(f"local: {error}", EXIT_FAILED) from error
+    except PortInUseError as error:
+        option = PORT_OPTIONS.get(error.name, "--archive-ports")
+        raise CommandError(f"local: {error}; choose another with {option}", EXIT_FAILED) from None
 
     def stop(signum: int, _: object) -> None:
         federation.request_stop()

@@ -14,6 +14,7 @@ a dead one (see ``supervisor.py``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -82,6 +83,13 @@ def prepare_data_dir(data_dir: Path) -> None:
     private_dir(data_dir / "keys")  # the registration keys and the resolver's pepper
 
 
+LOCK_FILE = "ibi-local.lock"
+
+
+class DataDirInUseError(RuntimeError):
+    """The data directory is held by a running ``ibi local``."""
+
+
 @dataclass
 class LocalFederation:
     data_dir: Path
@@ -100,10 +108,12 @@ class LocalFederation:
     _stopped: threading.Event = field(default_factory=threading.Event)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _supervisor: Supervisor | None = None
+    _lock: Any = None
 
     def start(self) -> LocalFederation:
         quiet_powertools(self.log_level)
         prepare_data_dir(self.data_dir)
+        self._take_data_dir()
         log = self.data_dir / "dynalite.log"
         self._dynalite = Dynalite(self.data_dir / "dynamodb", log=log).start()
         try:
@@ -282,6 +292,29 @@ class LocalFederation:
 
         return LocalGateway(name, handler, port, workers=self.workers)
 
+    def _take_data_dir(self) -> None:
+        """An exclusive lock on the data directory for as long as this federation runs: a
+        second ``ibi local`` on it would start stores on the same files and kill the first's."""
+        lock = open(self.data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until stop()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another ibi local"
+            lock.close()
+            raise DataDirInUseError(
+                f"{self.data_dir} is in use by {holder}; stop it, or give --data-dir another "
+                "directory"
+            ) from None
+        ports = ", ".join(
+            str(p) for p in (self.minting_port, *self.archive_ports, self.resolver_port)
+        )
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"ibi local (pid {os.getpid()}, ports {ports})\n")
+        lock.flush()
+        self._lock = lock
+
     def stop(self) -> None:
         for gateway in self.gateways:
             gateway.shutdown()
@@ -292,6 +325,9 @@ class LocalFederation:
         if self._dynalite is not None:
             self._dynalite.stop()
             self._dynalite = None
+        if self._lock is not None:
+            self._lock.close()  # releases the flock
+            self._lock = None
         self._stopped.set()
 
     def request_stop(self) -> None:

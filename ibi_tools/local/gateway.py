@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import multiprocessing
 import os
 import signal
@@ -27,6 +28,15 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from ibi_tools.local.stores import LOOPBACK, die_with_parent
+
+
+class PortInUseError(OSError):
+    """Another process listens on the port an API was to take (names the API and the port)."""
+
+    def __init__(self, name: str, port: int) -> None:
+        super().__init__(errno.EADDRINUSE, f"port {port} ({name}) is already in use")
+        self.name, self.port = name, port
+
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
@@ -130,7 +140,13 @@ class LocalGateway:
         self._served = multiprocessing.get_context("fork").Value("Q", 0)
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind((LOOPBACK, port))
+        try:
+            self.socket.bind((LOOPBACK, port))
+        except OSError as error:
+            self.socket.close()
+            if error.errno == errno.EADDRINUSE:
+                raise PortInUseError(name, port) from None
+            raise
         self.socket.listen(256)
         self.port: int = self.socket.getsockname()[1]
 
