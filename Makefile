@@ -41,8 +41,9 @@ $(STAMP)/chromium:
 	@touch $@
 
 ## The main job: minting service (and, as they land, Archives and resolver) on 127.0.0.1.
+## ARGS go to `ibi local`: make run ARGS="--port 9800 --data-dir /tmp/ibi" (ibi local --help).
 run: setup
-	$(BIN)/ibi local
+	$(BIN)/ibi local $(ARGS)
 
 ## Everything CI checks: lint, format, types, then every test (unit, integration, infra, e2e).
 test: setup lint typecheck

@@ -1,4 +1,10 @@
-"""arklet's own settings, on SQLite in a temporary directory (the benchmark's peer)."""
+"""arklet's own settings, on SQLite in a temporary directory (the benchmark's peer).
+
+Served by gunicorn with two sync worker processes sharing one SQLite file, so the file is
+set up the way SQLite is run under concurrent writers: write-ahead log (readers never wait
+for a writer), transactions that take the write lock when they begin (no deadlock between
+two upgrading readers), and a busy timeout instead of an immediate "database is locked".
+"""
 
 import os
 
@@ -8,6 +14,11 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ["ARKLET_BENCH_DB"],
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
     }
 }
 DEBUG = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -30,6 +31,34 @@ def summary_ms(seconds: Sequence[float]) -> dict[str, float]:
         "p99_ms": round(percentile(ms, 99), 2),
         "mean_ms": round(statistics.fmean(ms), 2) if ms else float("nan"),
     }
+
+
+def process_tree(roots: Sequence[int]) -> list[int]:
+    """``roots`` and every process descended from them, as /proc shows them now (Linux)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
+    tree = {pid for pid in roots if pid in parents}
+    grown = True
+    while grown:
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
+    return sorted(tree)
+
+
+def cpu_seconds(pids: Sequence[int], *, this_process: bool = False) -> float:
+    """User + system CPU time of processes (Linux /proc), this one too when asked."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = sum(os.times()[:2]) if this_process else 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def machine() -> dict[str, Any]:

@@ -20,9 +20,7 @@ measured is what the flood does to the registry, not the size of this machine.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
-import os
 import random
 import tempfile
 import threading
@@ -33,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.archives import FakeArchives, FakeSpec
-from bench.common import save, summary_ms
+from bench.common import cpu_seconds, save, summary_ms
 from functions.resolver import wiring
 from functions.resolver.registry import Contact, ensure_table
 from functions.resolver.settings import ResolverSettings
@@ -163,23 +161,14 @@ def _measure(port: int, rounds: int, *, until: Flood | None = None) -> dict[str,
     return {"resolution": summary_ms(resolution), "status": summary_ms(status)}
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of processes (Linux /proc), this one included."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = sum(os.times()[:2])
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
 def _flooded(port: int, rounds: int, flood: Flood, pids: list[int]) -> dict[str, Any]:
     """Measure while ``flood`` runs; with the CPU time the flood's requests took, per request."""
-    cpu = _cpu_seconds(pids)
+    cpu = cpu_seconds(pids, this_process=True)
     measured = _measure(port, rounds, until=flood.start())
     flood.join()
-    measured["cpu_ms_per_request"] = round((_cpu_seconds(pids) - cpu) * 1000 / flood.total, 2)
+    measured["cpu_ms_per_request"] = round(
+        (cpu_seconds(pids, this_process=True) - cpu) * 1000 / flood.total, 2
+    )
     return measured
 
 

@@ -1,13 +1,16 @@
 """Minting throughput and latency on one subsystem, over dynalite (race-free, on loopback).
 
-The minting service (logic + DynamoDB store) is driven in-process by N client threads, so the
-conflicting conditional writes can be counted; a second run goes through the local API Gateway
-stand-in (HTTP, one handler process per concurrent request, as Lambda).
+The minting service (logic + DynamoDB store) is driven in-process by N client threads, each with
+its own service (as N Lambda execution environments: each keeps its own block of dates), so the
+conditional writes, the conflicts and the waits can be counted; a second run goes through the
+local API Gateway stand-in (HTTP, one handler process per concurrent request, as Lambda), its
+counters summed over the processes.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import tempfile
 import threading
 import time
@@ -18,7 +21,7 @@ from typing import Any
 
 from bench.common import plot, save, summary_ms
 from functions.minting import wiring
-from functions.minting.service import MintRequest
+from functions.minting.service import MintingService, MintRequest, MintStats
 from functions.minting.settings import Settings
 from functions.minting.store import ensure_tables
 from ibi_tools.local.gateway import LocalGateway
@@ -26,6 +29,18 @@ from ibi_tools.local.stores import Dynalite
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 TABLES = {"state": "bench-state", "record": "bench-record", "idempotency": "bench-idempotency"}
+
+
+def _counters(stats: list[MintStats], requests: int) -> dict[str, Any]:
+    """Conflicts and waits summed over the execution environments, per request."""
+    conflicts = sum(s.conflicts for s in stats)
+    waited = sum(s.waited_seconds for s in stats)
+    return {
+        "conflicts_per_request": round(conflicts / requests, 4),
+        "blocks_per_request": round(sum(s.blocks for s in stats) / requests, 4),
+        "wait_ms_total": round(waited * 1000, 1),
+        "wait_ms_per_request": round(waited * 1000 / requests, 2),
+    }
 
 
 def _settings(granularity: str, subsystems: int = 1) -> Settings:
@@ -66,7 +81,6 @@ def in_process(
     settings = _settings(granularity, subsystems)
     names = list(settings.subsystems)
     dynamodb = dynalite.client()
-    service = wiring.build(settings, dynamodb=dynamodb).service
     # Writes to the state table, as the client sends them (conflicting attempts included).
     state_writes = [0]
 
@@ -81,7 +95,10 @@ def in_process(
         with lock:
             conflicts[0] += 1
 
-    service._on_conflict = on_conflict
+    services: list[MintingService] = [
+        wiring.build(settings, dynamodb=dynamodb, on_conflict=on_conflict).service
+        for _ in range(clients)
+    ]
     latencies: list[float] = []
     minted = [0]
     requests = [0]
@@ -97,7 +114,7 @@ def in_process(
                 count=count,
                 subsystem=names[index % len(names)],
             )
-            answer = service.mint(request)
+            answer = services[index].mint(request)
             elapsed = time.perf_counter() - started
             with lock:
                 latencies.append(elapsed)
@@ -121,18 +138,32 @@ def in_process(
         "limit_per_second": float(subsystems / Decimal(granularity)),
         "conflicts_per_ibi": round(conflicts[0] / minted[0], 4),
         "state_writes_per_request": round(state_writes[0] / requests[0], 4),
+        **_counters([s.stats for s in services], requests[0]),
         **summary_ms(latencies),
     }
 
 
 def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) -> dict[str, Any]:
     settings = _settings("0.001")
+    fork = multiprocessing.get_context("fork")
+    # Summed over the worker processes: requests, state writes, blocks, conflicts, wait (µs).
+    shared = [fork.Value("Q", 0) for _ in range(5)]
 
-    def handler() -> Any:
+    def handler() -> Any:  # in each worker process, after the fork
         from functions.minting.handler import lambda_handler
 
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
-        return lambda_handler
+        stats = wiring.install(wiring.build(settings, dynamodb=dynalite.client())).service.stats
+
+        def counted(event: dict[str, Any], context: Any) -> Any:
+            before = _totals(stats)
+            try:
+                return lambda_handler(event, context)
+            finally:
+                for value, was, now in zip(shared, before, _totals(stats), strict=True):
+                    with value.get_lock():
+                        value.value += now - was
+
+        return counted
 
     gateway = LocalGateway("minting", handler, 0, workers=max(2, clients)).start()
     latencies: list[float] = []
@@ -157,11 +188,25 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
     finally:
         gateway.shutdown()
     wall = time.perf_counter() - started
+    requests, writes, blocks, conflicts, waited_us = (value.value for value in shared)
+    total = MintStats(requests, writes, conflicts, blocks, waited_us / 1e6)
     return {
         "clients": clients,
         "ibis_per_second": round(len(latencies) / wall, 1),
+        "state_writes_per_request": round(writes / max(requests, 1), 4),
+        **_counters([total], max(requests, 1)),
         **summary_ms(latencies),
     }
+
+
+def _totals(stats: MintStats) -> tuple[int, int, int, int, int]:
+    return (
+        stats.requests,
+        stats.state_writes,
+        stats.blocks,
+        stats.conflicts,
+        round(stats.waited_seconds * 1e6),
+    )
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -193,8 +238,8 @@ def run(quick: bool) -> dict[str, Any]:
         results["subsystems"].append(
             in_process(dynalite, 16, max(2, per_client // 8), 1, "0.001", subsystems=4)
         )
-        for clients in [1, 4] if quick else [1, 4, 8]:
-            results["gateway"].append(through_gateway(dynalite, clients, 10 if quick else 40))
+        for clients in [1, 4, 16] if quick else [1, 4, 8, 16]:
+            results["gateway"].append(through_gateway(dynalite, clients, 20 if quick else 40))
     save("minting", results)
     plot(
         "minting",

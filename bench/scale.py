@@ -17,6 +17,7 @@ LAMBDA_REQUEST = 0.20 / 1e6
 HTTP_API_REQUEST = 1.00 / 1e6
 DYNAMODB_WRITE = 0.625 / 1e6  # on-demand write request unit
 DYNAMODB_READ = 0.125 / 1e6  # on-demand read request unit (strongly consistent: 1 per 4 KB)
+SQS_REQUEST = 0.40 / 1e6  # standard queue, per API request (a batch of 10 is one request)
 
 # Measured here (BENCHMARKS.md): resolver CPU per Archive request ~0.33 ms (a round of 64 costs
 # ~21 ms of CPU); an Archive answers a urlRequest with one BatchGetItem of two items (its
@@ -24,6 +25,18 @@ DYNAMODB_READ = 0.125 / 1e6  # on-demand read request unit (strongly consistent:
 RESOLVER_CPU_PER_REQUEST_S = 0.00033
 ARCHIVE_SECONDS_PER_REQUEST = 0.010
 ARCHIVE_READS_PER_REQUEST = 2
+
+# The acknowledgment of a resolution that redirected (issue 14, measured in BENCHMARKS.md's
+# peer section): one SendMessage in the resolver's request; the drain receives and deletes by
+# batches of 10 (one Lambda invocation per batch); the Archive's acknowledgment request checks
+# the urlkey in memory (bound to the item and URL: no read) and makes two writes, the spend and
+# the count. Before issue 14 it also read the item (one more read unit per acknowledgment).
+ACK_SQS_REQUESTS = 1 + 2 / 10  # send; receive and delete, per message, in batches of 10
+ACK_BATCH = 10
+ACK_DRAIN_SECONDS = 0.010  # per message, 256 MB
+ACK_ARCHIVE_SECONDS = 0.008  # the acknowledgment request's Lambda time, 512 MB
+ACK_WRITES = 2
+ACK_READS = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +76,40 @@ def cost_per_million_resolutions(
             + ARCHIVE_READS_PER_REQUEST * DYNAMODB_READ
         )
     )
+    acknowledgment = cost_per_million_acknowledgments()
     return {
         "resolver_usd": round(resolver, 2),
         "archives_usd": round(archives, 2),
-        "total_usd": round(resolver + archives, 2),
+        "acknowledgments_usd": round(acknowledgment, 2),
+        "total_usd": round(resolver + archives + acknowledgment, 2),
     }
 
 
-def cost_per_million_ibis(batch: int) -> float:
-    """Minting: one state write per request, one record item per request, ~15 ms of Lambda."""
+def cost_per_million_acknowledgments(reads: int = ACK_READS, writes: int = ACK_WRITES) -> float:
+    """The acknowledgment of a million redirects: the queue, the drain, the Archive's request."""
+    per_ack = (
+        ACK_SQS_REQUESTS * SQS_REQUEST
+        + LAMBDA_REQUEST / ACK_BATCH
+        + ACK_DRAIN_SECONDS * 0.256 * LAMBDA_ARM_GB_SECOND
+        + HTTP_API_REQUEST
+        + LAMBDA_REQUEST
+        + ACK_ARCHIVE_SECONDS * 0.5 * LAMBDA_ARM_GB_SECOND
+        + writes * DYNAMODB_WRITE
+        + reads * DYNAMODB_READ
+    )
+    return 1e6 * per_ack
+
+
+def cost_per_million_ibis(batch: int, state_writes: float = 1.0) -> float:
+    """Minting: ``state_writes`` conditional writes of the state per request (1 uncontended;
+    BENCHMARKS.md measures 2-3.3 on one subsystem at 4-16 concurrent clients, a read before
+    each), one record item per request, ~15 ms of Lambda."""
     requests = 1e6 / batch
     per_request = (
         0.015 * 0.256 * LAMBDA_ARM_GB_SECOND
         + LAMBDA_REQUEST
         + HTTP_API_REQUEST
-        + DYNAMODB_READ  # read the state
-        + DYNAMODB_WRITE  # advance the state (conditional)
+        + state_writes * (DYNAMODB_READ + DYNAMODB_WRITE)  # read the state, advance it
         + DYNAMODB_WRITE * max(1, batch * 20 // 1024)  # the record item (about 20 bytes per IBI)
     )
     return round(requests * per_request, 2)
@@ -98,7 +129,22 @@ def main() -> None:
                 }
             )
     minting = {f"batch_{b}": cost_per_million_ibis(b) for b in (1, 10, 1000)}
-    print(json.dumps({"resolution": rows, "minting_usd_per_million_ibis": minting}, indent=1))
+    contended = {f"batch_{b}": cost_per_million_ibis(b, 3.3) for b in (1, 10, 1000)}
+    acknowledgments = {
+        "now": round(cost_per_million_acknowledgments(), 2),
+        "before_issue_14": round(cost_per_million_acknowledgments(reads=1), 2),
+    }
+    print(
+        json.dumps(
+            {
+                "resolution": rows,
+                "acknowledgments_usd_per_million": acknowledgments,
+                "minting_usd_per_million_ibis": minting,
+                "minting_usd_per_million_ibis_16_clients_one_subsystem": contended,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import http
 import json
 import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, Unpack
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol, TypedDict, Unpack
 from urllib.parse import quote, urlencode, urlsplit
 
 from ibi import __version__, defaults
-from ibi.core.pairlist import encode_query
+from ibi.core.errors import InvalidInput
+from ibi.core.pairlist import decode_value, encode_query, parse_pair_list
 
 _AWS_API_HOST = re.compile(r"[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?")
 
@@ -24,10 +27,18 @@ class ApiError(Exception):
     """The API answered with an error (``status``), or could not be reached (``status`` 0)."""
 
     def __init__(self, status: int, message: str, code: str = "") -> None:
-        super().__init__(f"{status} {code}: {message}" if status else message)
+        super().__init__(f"{status} {code or _phrase(status)}: {message}" if status else message)
         self.status = status
         self.code = code
         self.message = message
+
+
+def _phrase(status: int) -> str:
+    """The reason phrase of an HTTP status (``Forbidden``), or the number when unknown."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return str(status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +58,7 @@ class Raw:
 
     @property
     def reason(self) -> str:
-        try:
-            return http.HTTPStatus(self.status).phrase
-        except ValueError:
-            return str(self.status)
+        return _phrase(self.status)
 
 
 Transport = Callable[..., Raw]
@@ -60,16 +68,19 @@ def http_send(
     method: str,
     url: str,
     *,
-    data: bytes = b"",
+    data: bytes | BinaryIO = b"",
     headers: dict[str, str] | None = None,
     timeout: float = 30.0,
     where: str | None = None,
 ) -> Raw:
     """The one HTTP path of every client here: one request, any status as a :class:`Raw`.
 
-    A server that cannot be reached is ``ApiError(0, "cannot reach <where>: …")``.
+    ``data`` is bytes, or a binary file object read a block at a time (never whole: give its
+    ``Content-Length`` in ``headers``). A server that cannot be reached is
+    ``ApiError(0, "cannot reach <where>: …")``.
     """
-    request = urllib.request.Request(url, data=data or None, method=method, headers=headers or {})  # noqa: S310 - callers pass http(s) URLs
+    body = (data or None) if isinstance(data, bytes) else data
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})  # noqa: S310 - callers pass http(s) URLs
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return Raw(response.status, dict(response.headers.items()), response.read())
@@ -85,16 +96,24 @@ class RetryPolicy:
     """Which answers are retried, how often, and how long to wait before each retry.
 
     The wait is the answer's ``Retry-After`` (whole seconds) or else an exponential backoff
-    (0.2, 0.4, 0.8 … at most 5 s), never more than 30 s.
+    (0.2, 0.4, 0.8 … at most 5 s), never more than 30 s. A deterministic refusal is never
+    retried: a status outside ``statuses`` (any 4xx but 408 and 429, unless a client says
+    otherwise), nor a 502/504 that carries the API's own error code (e.g. ``TransferRefused``:
+    the API answered, no gateway failed).
     """
 
     statuses: frozenset[int]
     retries: int = 5
     sleep: Callable[[float], None] = time.sleep
 
+    def retryable(self, answer: Answer) -> bool:
+        if answer.status not in self.statuses:
+            return False
+        return answer.status not in (502, 504) or _error_fields(answer.body) is None
+
     def delay(self, attempt: int, answer: Answer) -> float | None:
         """The wait before retry number ``attempt`` (1, 2, …) of ``answer``; None: answer it."""
-        if answer.status not in self.statuses or attempt > self.retries:
+        if attempt > self.retries or not self.retryable(answer):
             return None
         retry_after = answer.headers.get("retry-after", "")
         delay = float(retry_after) if retry_after.isdigit() else min(2.0**attempt * 0.1, 5.0)
@@ -146,10 +165,20 @@ def _signer(sign: bool | None, region: str | None) -> SigV4Signer | None:
     return None
 
 
+# What answers on a service's own public route, for naming the service an endpoint is:
+# (route, the key its JSON answer holds, the service).
+SERVICES = (
+    ("/api/service", "archiveserviceibi", "an Archive"),
+    ("/subsystems", "subsystems", "the minting service"),
+    ("/inspect?ibi=8JMKD3MGP8W/35MME4E", "form", "the resolver"),
+)
+
+
 class ApiClient:
     """A JSON API of ibi (minting, an Archive's deposit API), signed where that applies."""
 
-    retry_statuses: frozenset[int] = frozenset({429, 502, 503, 504})
+    retry_statuses: frozenset[int] = frozenset({408, 429, 502, 503, 504})
+    service_name = "an ibi service"
 
     def __init__(
         self,
@@ -205,12 +234,39 @@ class ApiClient:
         """One request; the answer's JSON, or :class:`ApiError`."""
         if query:
             path += "?" + urlencode(query)
-        return _ok(self.request(method, path, body))
+        return self.ok(self.request(method, path, body), f"{method} {path}")
+
+    def ok(self, answer: Answer, asked: str) -> Any:
+        """The body of a 2xx ``answer``; else the error, naming the service that answered
+        when it is not this client's (an endpoint pointed at the wrong service)."""
+        if 200 <= answer.status < 300:
+            return answer.body
+        if _no_route(answer):
+            found = self.identify()
+            if found is not None and found != self.service_name:
+                raise ApiError(
+                    0,
+                    f"{self.endpoint} is {found}, not {self.service_name} "
+                    f"({asked.partition('?')[0]} answered {answer.status})",
+                )
+        raise _error(answer)
+
+    def identify(self) -> str | None:
+        """Which ibi service answers at this endpoint (None: none that we know)."""
+        for path, key, name in SERVICES:
+            try:
+                answer = self._send("GET", self.endpoint + path, b"", {})
+            except ApiError:
+                return None
+            if answer.status == 200 and isinstance(answer.body, dict) and key in answer.body:
+                return name
+        return None
 
 
 class MintingClient(ApiClient):
     # 409: a request with the same Idempotency-Key is still being served: retry it.
-    retry_statuses = frozenset({409, 429, 502, 503, 504})
+    retry_statuses = frozenset({408, 409, 429, 502, 503, 504})
+    service_name = "the minting service"
 
     def mint(
         self, *, subsystem: str | None = None, count: int = 1, idempotency_key: str | None = None
@@ -219,7 +275,7 @@ class MintingClient(ApiClient):
         if subsystem is not None:
             body["subsystem"] = subsystem
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        answer: dict[str, Any] = _ok(self.request("POST", "/mint", body, headers))
+        answer: dict[str, Any] = self.ok(self.request("POST", "/mint", body, headers), "POST /mint")
         return answer
 
     def records(
@@ -232,14 +288,14 @@ class MintingClient(ApiClient):
                 query["subsystem"] = subsystem
             if after:
                 query["after"] = after
-            page = _ok(self.request("GET", "/mints?" + urlencode(query)))
+            page = self.call("GET", "/mints", None, **query)
             yield from page["records"]
             after = page.get("next")
             if not after:
                 return
 
     def subsystems(self) -> dict[str, Any]:
-        answer: dict[str, Any] = _ok(self.request("GET", "/subsystems"))
+        answer: dict[str, Any] = self.call("GET", "/subsystems")
         return answer
 
 
@@ -252,21 +308,131 @@ def _answer(raw: Raw) -> Answer:
     return Answer(raw.status, lowered, body)
 
 
-def _ok(answer: Answer) -> Any:
-    if 200 <= answer.status < 300:
-        return answer.body
+def _error_fields(body: Any) -> tuple[str, str] | None:
+    """(code, message) of the ibi APIs' error body ``{"error": {"code", "message"}}``."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return None
+    code, message = error.get("code"), error.get("message")
+    return (str(code) if code else "", str(message) if message else "")
+
+
+def _no_route(answer: Answer) -> bool:
+    """An answer saying the route is unknown here: an endpoint of some other service?"""
+    fields = _error_fields(answer.body)
+    if fields is not None:
+        return fields[0] == "NotFound" and fields[1].startswith("no route")
+    if isinstance(answer.body, dict):  # API Gateway's own: {"message": "Not Found"}
+        return answer.status in (404, 405)
+    return answer.status in (400, 404, 405)  # an HTML page or text: not a JSON API of ours
+
+
+_TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]*>", re.DOTALL | re.IGNORECASE)
+
+
+def page_text(text: str, limit: int = 300) -> str:
+    """What a person reads of an answer's text: an HTML page without its markup, a pair list
+    decoded (``%2B`` is ``+``), on one line of at most ``limit`` characters."""
+    if "<" in text and ">" in text:
+        text = html.unescape(_TAG.sub(" ", text))
+    else:
+        text = pair_list_text(text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def pair_list_text(text: str) -> str:
+    """A pair list (spec §4) as words: ``error {a %2B b}`` is ``a + b``; else ``text``."""
+    try:
+        pairs = parse_pair_list(text)
+    except InvalidInput:
+        return text
+    lines = []
+    for name, value in pairs:
+        words = [value] if isinstance(value, str) else list(value)
+        try:
+            said = " ".join(decode_value(word) for word in words)
+        except InvalidInput:
+            said = " ".join(words)
+        lines.append(said if name == "error" else f"{name} {said}")
+    return "; ".join(lines) or text
+
+
+def _error(answer: Answer) -> ApiError:
     body = answer.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        raise ApiError(
-            answer.status, str(body["error"].get("message")), str(body["error"].get("code"))
-        )
-    if isinstance(body, dict) and "message" in body:  # API Gateway's own answers (403, 500)
-        raise ApiError(answer.status, str(body["message"]))
-    raise ApiError(answer.status, str(body)[:500])
+    fields = _error_fields(body)
+    if fields is not None:
+        code, message = fields
+        return ApiError(answer.status, message or _phrase(answer.status), code)
+    if isinstance(body, dict) and body.get("message"):  # API Gateway's own answers (403, 500)
+        return ApiError(answer.status, str(body["message"]))
+    if body is None or body == "":
+        return ApiError(answer.status, "no answer body")
+    text = body if isinstance(body, str) else json.dumps(body)
+    return ApiError(answer.status, page_text(text))
+
+
+class LocalFile:
+    """A file to upload from disk: hashed and sent a block at a time, never read whole."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._digest: tuple[str, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalFile({str(self.path)!r})"
+
+    def digest(self) -> tuple[str, int]:
+        """(SHA-256 in hex, size in bytes), read once."""
+        if self._digest is None:
+            with self.path.open("rb") as stream:
+                sha256 = hashlib.file_digest(stream, "sha256").hexdigest()
+                self._digest = (sha256, stream.tell())
+        return self._digest
+
+    def open(self) -> BinaryIO:
+        return self.path.open("rb")
+
+
+Content = bytes | LocalFile
+Upload = tuple[str, Content, str]  # (path in the item, the bytes or a file, content type)
+
+
+def digest(content: Content) -> tuple[str, int]:
+    """(SHA-256 in hex, size) of an upload's content."""
+    if isinstance(content, LocalFile):
+        return content.digest()
+    return hashlib.sha256(content).hexdigest(), len(content)
+
+
+class UploadProgress(Protocol):
+    """Told of each file as its upload starts, then of the bytes sent."""
+
+    def start(self, path: str, size: int) -> None: ...
+    def sent(self, count: int) -> None: ...
+
+
+class _Reading:
+    """A file object that tells ``progress`` of every block read from it (http.client reads
+    a request body a block at a time when it is a file object)."""
+
+    def __init__(self, stream: BinaryIO, progress: UploadProgress | None) -> None:
+        self._stream = stream
+        self._progress = progress
+
+    def read(self, size: int = -1) -> bytes:
+        block = self._stream.read(size if size is not None and size >= 0 else LocalFile.BLOCK)
+        if block and self._progress is not None:
+            self._progress.sent(len(block))
+        return block
 
 
 class ArchiveClient(ApiClient):
     """An Archive's deposit API."""
+
+    service_name = "an Archive"
 
     def service(self) -> dict[str, Any]:
         answer: dict[str, Any] = self.call("GET", "/api/service")
@@ -274,7 +440,9 @@ class ArchiveClient(ApiClient):
 
     def create(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> dict[str, Any]:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        answer: dict[str, Any] = _ok(self.request("POST", "/api/items", body, headers))
+        answer: dict[str, Any] = self.ok(
+            self.request("POST", "/api/items", body, headers), "POST /api/items"
+        )
         return answer
 
     def copy(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +453,24 @@ class ArchiveClient(ApiClient):
         answer: dict[str, Any] = self.call("GET", "/api/item", ibi=ibi)
         return answer
 
+    def update(self, ibi: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Change an item: ``{"listable": false}``, ``"language"``, ``"dc"``, … (its timestamp
+        advances)."""
+        answer: dict[str, Any] = self.call("PATCH", "/api/item", changes, ibi=ibi)
+        return answer
+
+    def delete(self, ibi: str) -> dict[str, Any]:
+        """Delete an item: a tombstone stays, answering ``Deleted`` (410 at the resolver)."""
+        answer: dict[str, Any] = self.call("DELETE", "/api/item", None, ibi=ibi)
+        return answer
+
+    def transfer(self, ibi: str, to: str, leave: str) -> dict[str, Any]:
+        """Move a transferable original to the Archive whose deposit API is ``to``."""
+        answer: dict[str, Any] = self.call(
+            "POST", "/api/item/transfer", {"to": to.rstrip("/"), "leave": leave}, ibi=ibi
+        )
+        return answer
+
     def link(self, ibi: str, body: dict[str, Any]) -> dict[str, Any]:
         """Link one related item: ``{"next_edition": …}``, ``{"translation": …}`` or
         ``{"metadata": {"ibi": …, "format": "oai_dc"?}}``."""
@@ -292,53 +478,81 @@ class ArchiveClient(ApiClient):
         return answer
 
     def upload_files(
-        self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
+        self,
+        ibi: str,
+        files: Sequence[Upload],
+        *,
+        default_file: str | None = None,
+        progress: UploadProgress | None = None,
     ) -> dict[str, Any]:
-        """Upload ``(path, content, content type)`` through presigned URLs, then commit them."""
-        body: dict[str, Any] = {"files": self._declare_and_upload(ibi, files)}
+        """Upload ``(path, content, content type)`` through presigned URLs, then commit them.
+
+        A :class:`LocalFile`'s content is streamed from disk, never read whole.
+        """
+        body: dict[str, Any] = {"files": self._declare_and_upload(ibi, files, progress)}
         if default_file is not None:
             body["default_file"] = default_file
         answer: dict[str, Any] = self.call("POST", "/api/item/files", body, ibi=ibi)
         return answer
 
-    def _declare_and_upload(self, ibi: str, files: list[tuple[str, bytes, str]]) -> list[Any]:
+    def _declare_and_upload(
+        self, ibi: str, files: Sequence[Upload], progress: UploadProgress | None = None
+    ) -> list[Any]:
         """Announce ``files`` and send each through its presigned URL; what was announced."""
-        declared = [
-            {
-                "path": path,
-                "sha256": hashlib.sha256(content).hexdigest(),
-                "size": len(content),
-                "content_type": content_type,
-            }
-            for path, content, content_type in files
+        sizes = [digest(content) for _, content, _ in files]
+        declared: list[dict[str, Any]] = [
+            {"path": path, "sha256": sha256, "size": size, "content_type": content_type}
+            for (path, _, content_type), (sha256, size) in zip(files, sizes, strict=True)
         ]
         answer = self.call("POST", "/api/item/uploads", {"files": declared}, ibi=ibi)
         uploads = answer.get("uploads") if isinstance(answer, dict) else None
         if not isinstance(uploads, list) or len(uploads) != len(files):
             raise ApiError(0, "the Archive answered no upload URLs")
-        for upload, (_, content, _) in zip(uploads, files, strict=True):
-            raw = self._transport(
-                upload["method"],
-                upload["url"],  # a URL the Archive presigned
-                data=content,
-                headers=upload["headers"],
-                timeout=self.timeout,
-            )
-            if not 200 <= raw.status < 300:
-                raise ApiError(raw.status, f"uploading {upload['path']}: {raw.reason}")
+        for upload, (path, content, _), (_, size) in zip(uploads, files, sizes, strict=True):
+            if progress is not None:
+                progress.start(path, size)
+            self._upload(upload, content, size, progress)
         return declared
+
+    def _upload(
+        self, upload: dict[str, Any], content: Content, size: int, progress: UploadProgress | None
+    ) -> None:
+        """One presigned PUT: bytes as they are, a :class:`LocalFile` a block at a time."""
+        headers = {"Content-Length": str(size), **upload["headers"]}
+        if isinstance(content, LocalFile):
+            with content.open() as stream:
+                raw = self._put(upload, _Reading(stream, progress), headers)
+        else:
+            raw = self._put(upload, content, headers)
+            if progress is not None:
+                progress.sent(len(content))
+        if not 200 <= raw.status < 300:
+            raise ApiError(raw.status, f"uploading {upload['path']}: {raw.reason}")
+
+    def _put(self, upload: dict[str, Any], data: Any, headers: dict[str, str]) -> Raw:
+        return self._transport(
+            upload["method"],
+            upload["url"],  # a URL the Archive presigned
+            data=data,
+            headers=headers,
+            timeout=self.timeout,
+        )
 
     def replace_files(
         self,
         ibi: str,
-        files: list[tuple[str, bytes, str]],
+        files: Sequence[Upload],
         *,
         reason: str,
         default_file: str | None = None,
+        progress: UploadProgress | None = None,
     ) -> dict[str, Any]:
         """An operator's revision: add or replace files of any item (the previous versions are
         kept and every change is recorded in the item's history, with ``reason``)."""
-        body: dict[str, Any] = {"files": self._declare_and_upload(ibi, files), "reason": reason}
+        body: dict[str, Any] = {
+            "files": self._declare_and_upload(ibi, files, progress),
+            "reason": reason,
+        }
         if default_file is not None:
             body["default_file"] = default_file
         answer: dict[str, Any] = self.call("POST", "/api/item/files/replace", body, ibi=ibi)
@@ -384,6 +598,8 @@ class ArchiveClient(ApiClient):
 class ResolverClient(ApiClient):
     """The resolver's administrative API and its Archive-switching service."""
 
+    service_name = "the resolver"
+
     def register(self, archive_service_ibi: str, registration_key: str) -> dict[str, Any]:
         answer: dict[str, Any] = self.call(
             "POST",
@@ -401,7 +617,7 @@ class ResolverClient(ApiClient):
         (``GET /holdings/<ibi>`` with ``Accept: application/json``; public, never signed
         unless the client was made to sign)."""
         answer = self.request("GET", "/holdings/" + quote(ibi.strip().strip("/"), safe="/@.-"))
-        body = _ok(answer)
+        body = self.ok(answer, "GET /holdings/")
         if not isinstance(body, dict) or not isinstance(body.get("archives"), list):
             raise ApiError(answer.status, "the resolver answered no holdings view")
         return body
@@ -473,5 +689,5 @@ def send_switch(
     )
     text = raw.content.decode("ascii", "replace").strip()
     if not 200 <= raw.status < 300:
-        raise ApiError(raw.status, text or raw.reason)
+        raise ApiError(raw.status, page_text(text) if text else "no answer body")
     return text

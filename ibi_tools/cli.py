@@ -1,18 +1,21 @@
 """``ibi``: the command line of the IBI system.
 
 ``label`` and ``inspect`` print the contract outputs that conformance suites read; ``mint``
-and ``mints`` talk to a minting API; ``local`` runs the services on loopback.
+and ``mints`` talk to a minting API; ``deposit``, ``archive`` and ``resolver`` to an Archive's
+deposit API and a resolver; ``local`` runs the services on loopback. Every command that prints
+JSON does so with ``--json`` only, and prints text for people without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -25,7 +28,14 @@ from ibi.core.labels import DEFAULT_IBIP_PORT, DEFAULT_REP_PORT, IBI, parse_labe
 from ibi.defaults import ADMIN_EMAIL, RESOLVER_SERVICE_IBI
 
 if TYPE_CHECKING:
+    from ibi.client import UploadProgress
+
     _Commands = argparse._SubParsersAction["_Parser"]
+
+DESCRIPTION = (
+    "ibi: the command line of the IBI system: make and decode IBIs, mint them, deposit items "
+    "in an Archive and manage it, ask a resolver, run the federation locally."
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -47,6 +57,15 @@ class _Parser(argparse.ArgumentParser):
 
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value) + "\n")
+
+
+def invalid_ibi(text: str, error: InvalidIBI) -> CommandError:
+    """``invalid IBI 'x': <reason>``, the label named once."""
+    if error.part == "ibi" and repr(text) in error.reason:
+        return CommandError(f"invalid IBI: {error.reason}")
+    if error.part == "ibi":
+        return CommandError(f"invalid IBI {text!r}: {error.reason}")
+    return CommandError(f"invalid IBI {text!r}: {error}")
 
 
 # ---------------------------------------------------------------------------- label
@@ -115,7 +134,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         label = parse_label(args.label)
     except InvalidIBI as error:
-        raise CommandError(f"invalid IBI {args.label!r}: {error}") from None
+        raise invalid_ibi(args.label, error) from None
     info = label.describe()
     if args.json:
         _print_json(info)
@@ -208,7 +227,7 @@ def _read_metadata(path: str | None) -> dict[str, Any]:
     return data
 
 
-Upload = tuple[str, bytes, str]  # (path in the item, bytes, content type)
+Upload = tuple[str, Any, str]  # (path in the item, an ibi.client.LocalFile, content type)
 
 
 def _item_path(name: str) -> str:
@@ -221,14 +240,18 @@ def _item_path(name: str) -> str:
 
 
 def _read(path: Path, item_path: str) -> Upload:
+    """A FILE to upload: checked readable now, read a block at a time when sent."""
     import mimetypes
 
+    from ibi.client import LocalFile
+
     try:
-        content = path.read_bytes()
+        with path.open("rb"):
+            pass
     except OSError as error:
         raise CommandError(f"{path}: {error.strerror}") from None
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return item_path, content, kind
+    return item_path, LocalFile(path), kind
 
 
 def gather_files(names: Sequence[str]) -> tuple[list[Upload], str | None]:
@@ -299,7 +322,7 @@ def match_original(
     (renamed so), the default file, and the expected files to send (None when the original's
     Archive does not list them: the copy then cannot be checked).
     """
-    import hashlib
+    from ibi.client import digest
 
     listed = original.get("files") if original.get("listable") else None
     if not original.get("extension") or listed is None or original.get("truncated"):
@@ -317,10 +340,7 @@ def match_original(
                 f"({', '.join(sorted(expected)[:10]) or 'no files'})",
                 EXIT_FAILED,
             )
-        if (
-            hashlib.sha256(content).hexdigest() != wanted["sha256"]
-            or len(content) != wanted["size"]
-        ):
+        if digest(content) != (wanted["sha256"], wanted["size"]):
             raise CommandError(
                 f"{path}: not the original's bytes (the original in {where} has SHA-256 "
                 f"{wanted['sha256']}, {wanted['size']} bytes); a copy holds the same bytes",
@@ -369,6 +389,63 @@ def _copy_body(
     return copy
 
 
+def shows_progress(args: argparse.Namespace) -> bool:
+    """A progress bar on a terminal; none with ``--json`` or when the output is piped."""
+    return not args.json and sys.stdout.isatty() and sys.stderr.isatty()
+
+
+class ProgressBar:
+    """Bytes and files sent, as a bar on stderr (rich), for :class:`ibi.client.UploadProgress`."""
+
+    def __init__(self, files: Sequence[Upload]) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        from ibi.client import LocalFile
+
+        self.files = len(files)
+        self.started = 0
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True, force_terminal=True),
+        )
+        total = sum(
+            c.path.stat().st_size if isinstance(c, LocalFile) else len(c) for _, c, _ in files
+        )
+        self.task = self.bar.add_task("uploading", total=total)
+
+    def start(self, path: str, size: int) -> None:
+        self.started += 1
+        self.bar.update(self.task, description=f"file {self.started}/{self.files} {path}")
+
+    def sent(self, count: int) -> None:
+        self.bar.advance(self.task, count)
+
+
+@contextlib.contextmanager
+def upload_progress(
+    args: argparse.Namespace, files: Sequence[Upload]
+) -> Iterator[UploadProgress | None]:
+    """A :class:`ProgressBar` while files are sent when :func:`shows_progress`, else None."""
+    if not shows_progress(args):
+        yield None
+        return
+    progress = ProgressBar(files)
+    with progress.bar:
+        yield progress
+
+
 def cmd_deposit(args: argparse.Namespace) -> int:
     """Mint (or take) an IBI, upload the files, register the item; print IBI and URL."""
     if not args.files and not args.url:
@@ -402,7 +479,8 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         item = client.create(body, idempotency_key=args.idempotency_key)
     label = item["ibi"].get("ibip") or item["ibi"]["rep"]
     if files:
-        item = client.upload_files(label, files, default_file=default)
+        with upload_progress(args, files) as progress:
+            item = client.upload_files(label, files, default_file=default, progress=progress)
     for link in copy_links(original) if original is not None else []:
         item = client.link(label, link)
     persistent = f"{resolver.rstrip('/')}/{label}" if resolver else None
@@ -468,7 +546,7 @@ def cmd_holdings(args: argparse.Namespace) -> int:
     try:
         label = parse_label(args.ibi.strip().strip("/")).label
     except InvalidIBI as error:
-        raise CommandError(f"invalid IBI {args.ibi!r}: {error}") from None
+        raise invalid_ibi(args.ibi, error) from None
     view = _resolver_client(resolver, args.timeout).holdings(label)
     if args.json:
         _print_json(view)
@@ -487,16 +565,137 @@ def cmd_archive_service(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _label_of(forms: dict[str, Any]) -> str:
+    return str(forms.get("ibip") or forms.get("rep") or "")
+
+
+def item_text(item: dict[str, Any]) -> str:
+    """An item for a terminal: its IBI, state, flags, links, files and URLs."""
+    forms = item.get("ibi") or {}
+    rows: list[tuple[str, str]] = [
+        ("ibi", " ".join(forms[f] for f in ("ibip", "rep") if forms.get(f))),
+        ("state", str(item.get("state") or "-") + (" (pending)" if item.get("pending") else "")),
+        ("timestamp", str(item.get("timestamp") or "-")),
+    ]
+    if item.get("language"):
+        rows.append(("language", str(item["language"])))
+    flags = [f"{name} {'yes' if item.get(name) else 'no'}" for name in ("listable", "transferable")]
+    rows.append(("flags", ", ".join(flags)))
+    titles = (item.get("dc") or {}).get("title") or []
+    if titles:
+        rows.append(("title", str(titles[0])))
+    if item.get("next_edition"):
+        rows.append(("next edition", _label_of(item["next_edition"])))
+    translations = item.get("translations") or []
+    for link in translations if isinstance(translations, list) else []:
+        target = _label_of(link.get("ibi") or {}) or link.get("url") or "-"
+        rows.append(("translation", f"{link.get('language')} {target}"))
+    for name in ("metadata", "metadata_oai_dc"):
+        if item.get(name):
+            rows.append((name.replace("_", " "), _label_of(item[name])))
+    if item.get("url"):
+        rows.append(("url", str(item["url"])))
+    for held in item.get("files") or []:
+        default = " (default)" if held["path"] == item.get("default_file") else ""
+        rows.append(("file", f"{held['path']}{default} {held['size']} bytes {held['sha256']}"))
+    for name, url in (item.get("urls") or {}).items():
+        if url:
+            rows.append((f"{name} URL", str(url)))
+    if "accesses" in item:
+        rows.append(("accesses", str(item["accesses"])))
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)
+
+
+def _print_item(args: argparse.Namespace, item: dict[str, Any]) -> None:
+    if args.json:
+        _print_json(item)
+    else:
+        sys.stdout.write(item_text(item))
+
+
 def cmd_archive_item(args: argparse.Namespace) -> int:
-    _print_json(_archive(args).item(args.ibi))
+    _print_item(args, _archive(args).item(args.ibi))
+    return EXIT_OK
+
+
+def cmd_archive_delete(args: argparse.Namespace) -> int:
+    """Delete an item: a tombstone stays (the resolver answers 410 Gone)."""
+    _print_item(args, _archive(args).delete(args.ibi))
+    return EXIT_OK
+
+
+def item_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``PATCH /api/item`` body from ``ibi archive update``'s options."""
+    changes: dict[str, Any] = {}
+    for name in ("listable", "transferable", "language", "url", "default_file"):
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    if args.content_type is not None:
+        changes["content_type"] = args.content_type
+    if args.metadata is not None:
+        changes["dc"] = _read_metadata(args.metadata)
+    if not changes:
+        raise CommandError(
+            "say what to change: --listable/--no-listable, --transferable/--no-transferable, "
+            "--language, --url, --default-file, --content-type or --metadata"
+        )
+    return changes
+
+
+def cmd_archive_update(args: argparse.Namespace) -> int:
+    """Change an item (``PATCH /api/item``): its flags, language, URL, default file, record."""
+    _print_item(args, _archive(args).update(args.ibi, item_changes(args)))
+    return EXIT_OK
+
+
+def _target(text: str) -> dict[str, Any]:
+    """A translation's target: an URL, or an IBI (either form)."""
+    if text.startswith(("http://", "https://")):
+        return {"url": text}
+    return {"ibi": text}
+
+
+def item_links(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The ``POST /api/item/links`` bodies from ``ibi archive link``'s options, in order."""
+    links: list[dict[str, Any]] = []
+    if args.next_edition:
+        links.append({"next_edition": args.next_edition})
+    for language, target in args.translation or []:
+        links.append({"translation": {"language": language, **_target(target)}})
+    if args.metadata:
+        links.append({"metadata": {"ibi": args.metadata}})
+    if args.oai_dc:
+        links.append({"metadata": {"ibi": args.oai_dc, "format": "oai_dc"}})
+    if not links:
+        raise CommandError(
+            "say what to link: --next-edition IBI, --translation LANG IBI|URL, --metadata IBI "
+            "or --oai-dc IBI"
+        )
+    return links
+
+
+def cmd_archive_link(args: argparse.Namespace) -> int:
+    """Link related items (``POST /api/item/links``, one link a request)."""
+    client = _archive(args)
+    item: dict[str, Any] = {}
+    for link in item_links(args):
+        item = client.link(args.ibi, link)
+    _print_item(args, item)
     return EXIT_OK
 
 
 def cmd_archive_transfer(args: argparse.Namespace) -> int:
-    answer = _archive(args).call(
-        "POST", "/api/item/transfer", {"to": args.to, "leave": args.leave}, ibi=args.ibi
+    answer = _archive(args).transfer(args.ibi, args.to, args.leave)
+    if args.json:
+        _print_json(answer)
+        return EXIT_OK
+    here, there = answer["here"], answer["there"]
+    where = (there.get("urls") or {}).get("item") or args.to.rstrip("/")
+    sys.stdout.write(
+        f"{_label_of(here['ibi'])}: moved; the original is at {where}; "
+        f"here: {'a copy' if here['state'] == 'Copy' else 'a tombstone'}\n"
     )
-    _print_json(answer)
     return EXIT_OK
 
 
@@ -514,38 +713,33 @@ def cmd_archive_offer(args: argparse.Namespace) -> int:
 def cmd_archive_accept(args: argparse.Namespace) -> int:
     """Take an original another institution's Archive offered (``-``: the offer on stdin)."""
     offer = sys.stdin.read().strip() if args.offer == "-" else args.offer
-    _print_json(_archive(args).call("POST", "/api/transfers/accept", {"offer": offer}))
+    _print_item(args, _archive(args).call("POST", "/api/transfers/accept", {"offer": offer}))
     return EXIT_OK
 
 
 def cmd_archive_replace(args: argparse.Namespace) -> int:
     """An operator's revision: add or replace files of an item (kept and recorded)."""
-    import mimetypes
-
-    files = []
-    for name in args.files:
-        path = Path(name)
-        try:
-            content = path.read_bytes()
-        except OSError as error:
-            raise CommandError(f"{name}: {error.strerror}") from None
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        files.append((args.path or path.name, content, kind))
+    files = [_read(Path(name), args.path or Path(name).name) for name in args.files]
     if args.path and len(files) != 1:
         raise CommandError("--path names the item's file for one FILE only")
-    item = _archive(args).replace_files(
-        args.ibi, files, reason=args.reason, default_file=args.default_file
-    )
-    _print_json(item)
+    with upload_progress(args, files) as progress:
+        item = _archive(args).replace_files(
+            args.ibi, files, reason=args.reason, default_file=args.default_file, progress=progress
+        )
+    _print_item(args, item)
     return EXIT_OK
 
 
 def cmd_archive_verify(args: argparse.Namespace) -> int:
     problems = 0
     for entry in _archive(args).verify(args.ibi):
-        label = entry["ibi"].get("ibip") or entry["ibi"].get("rep")
+        problems += len(entry["problems"])
+        if args.json:
+            if entry["problems"] or not args.quiet:
+                _print_json(entry)
+            continue
+        label = _label_of(entry["ibi"])
         for problem in entry["problems"]:
-            problems += 1
             sys.stdout.write(f"PROBLEM {label} {problem['path']}: {problem['problem']}\n")
         if not entry["problems"] and not args.quiet:
             sys.stdout.write(f"ok {label} ({entry['files']} file(s))\n")
@@ -575,37 +769,79 @@ def _key(args: argparse.Namespace) -> str:
 
 
 def cmd_archive_switch(args: argparse.Namespace) -> int:
-    from ibi.client import switch_archive
+    from ibi.client import ApiError, switch_archive
 
-    answer = switch_archive(
-        _archive(args),
-        args.resolver,
-        _key(args),
-        on=args.archive_command == "on",
-        resolver_service_ibi=args.resolver_service_ibi,
-        admin_email=args.admin_email,
-    )
-    sys.stdout.write(answer.replace("\r\n", "\n") + "\n")
+    try:
+        answer = switch_archive(
+            _archive(args),
+            args.resolver,
+            _key(args),
+            on=args.archive_command == "on",
+            resolver_service_ibi=args.resolver_service_ibi,
+            admin_email=args.admin_email,
+            timeout=args.timeout,
+        )
+    except ApiError as error:
+        if error.status != 403:
+            raise
+        raise ApiError(
+            error.status,
+            f"{error.message} (the resolver knows no Archive of this service IBI with this "
+            "registration key: see `ibi resolver register`)",
+        ) from None
+    if args.json:
+        _print_json(switch_pairs(answer))
+    else:
+        sys.stdout.write(answer.replace("\r\n", "\n") + "\n")
     return EXIT_OK if ("included" in answer or "excluded" in answer) else EXIT_FAILED
 
 
-def cmd_resolver_register(args: argparse.Namespace) -> int:
-    from ibi.client import ApiError, ResolverClient
+def switch_pairs(answer: str) -> dict[str, str]:
+    """The resolver's answer to a switch, as ``{"status.archive": "included", …}``."""
+    from ibi.client import pair_list_text
 
-    try:
-        client = ResolverClient(args.endpoint, sign=args.sign, region=args.region)
-    except ApiError as error:
-        raise CommandError(error.message) from None
-    answer = client.register(args.archive, _key(args))
-    _print_json(answer)
+    pairs: dict[str, str] = {}
+    for line in answer.splitlines():
+        name, _, value = pair_list_text(line.strip()).partition(" ")
+        if name:
+            pairs[name] = value
+    return pairs
+
+
+def _resolver_admin(args: argparse.Namespace) -> Any:
+    return _api_client(args, "ResolverClient", "IBI_RESOLVER_URL", "the resolver")
+
+
+def cmd_resolver_register(args: argparse.Namespace) -> int:
+    answer = _resolver_admin(args).register(args.archive, _key(args))
+    if args.json:
+        _print_json(answer)
+    else:
+        state = "included" if answer.get("included") else "not included yet (`ibi archive on`)"
+        sys.stdout.write(f"registered {_label_of(answer['archiveserviceibi'])}: {state}\n")
     return EXIT_OK
 
 
-def cmd_resolver_archives(args: argparse.Namespace) -> int:
-    from ibi.client import ResolverClient
+def archive_line(archive: dict[str, Any]) -> str:
+    """One registered Archive for a terminal (no ``None``: ``-`` for what is not known)."""
+    state = "included" if archive.get("included") else "excluded"
+    if archive.get("included") and not archive.get("confirmed"):
+        state += " (unconfirmed)"
+    last = archive.get("last_answer_at")
+    outcome = f" ({archive['last_outcome']})" if archive.get("last_outcome") else ""
+    return (
+        f"{_label_of(archive.get('archiveserviceibi') or {}):<24} "
+        f"{archive.get('address') or '-':<24} {state:<10} "
+        f"last answer {last or '-'}{outcome}"
+    )
 
-    for archive in ResolverClient(args.endpoint, sign=args.sign, region=args.region).archives():
-        _print_json(archive)
+
+def cmd_resolver_archives(args: argparse.Namespace) -> int:
+    for archive in _resolver_admin(args).archives():
+        if args.json:
+            _print_json(archive)
+        else:
+            sys.stdout.write(archive_line(archive) + "\n")
     return EXIT_OK
 
 
@@ -621,6 +857,14 @@ def cmd_local(args: argparse.Namespace) -> int:
     from ibi_tools.local.stores import LocalStoreError
 
     os.umask(0o077)  # every file this run and its children write: the user's only
+    if args.rotate_key:
+        from ibi_tools.local.federation import rotate_key
+
+        try:
+            sys.stdout.write(rotate_key(Path(args.data_dir), args.rotate_key) + "\n")
+        except (ValueError, RuntimeError, OSError) as error:
+            raise CommandError(f"local --rotate-key: {error}", EXIT_FAILED) from None
+        return EXIT_OK
     federation = LocalFederation(
         data_dir=Path(args.data_dir),
         minting_port=args.port,
@@ -655,9 +899,11 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ibi", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = _Parser(prog="ibi", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"ibi {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
     _add_label_commands(commands)
     _add_minting_commands(commands)
     _add_archive_commands(commands)
@@ -667,8 +913,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _api_options(command: argparse.ArgumentParser) -> None:
-    """The options of every command that calls an API."""
+def _api_options(
+    command: argparse.ArgumentParser,
+    *,
+    json_help: str = "print the API's JSON answer instead of text",
+    subsystem: str | None = None,
+) -> None:
+    """The options of every command that calls an API (``--subsystem`` where it is used)."""
     command.add_argument("--endpoint", metavar="URL", help="the API's base URL")
     sign = command.add_mutually_exclusive_group()
     sign.add_argument(
@@ -677,11 +928,14 @@ def _api_options(command: argparse.ArgumentParser) -> None:
         default=None,
         help="always sign with SigV4 (default: when the endpoint is an AWS API)",
     )
-    sign.add_argument("--no-sign", dest="sign", action="store_false")
+    sign.add_argument("--no-sign", dest="sign", action="store_false", help="never sign")
     command.add_argument("--region", help="AWS region for signing (from the endpoint)")
-    command.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
-    command.add_argument("--subsystem", metavar="NAME", help="identification subsystem")
-    command.add_argument("--json", action="store_true")
+    command.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (30)"
+    )
+    if subsystem is not None:
+        command.add_argument("--subsystem", metavar="NAME", help=subsystem)
+    command.add_argument("--json", action="store_true", help=json_help)
 
 
 def _key_options(command: argparse.ArgumentParser) -> None:
@@ -702,38 +956,57 @@ def _add_label_commands(commands: _Commands) -> None:
         ),
     )
     label.add_argument("--date", metavar="EPOCH", help="seconds since 1970, e.g. 1287588115.047")
-    label.add_argument("--at", metavar="EPOCH[@R]", action="append", default=[])
+    label.add_argument(
+        "--at",
+        metavar="EPOCH[@R]",
+        action="append",
+        default=[],
+        help="a request date (repeatable); @R changes the granularity from it on",
+    )
     label.add_argument("--granularity", metavar="R", default="1", help="60, 1, 0.1, ... (1)")
     label.add_argument("--host", help="host name of the subsystem (rep form)")
-    label.add_argument("--rep-port", type=_port, default=DEFAULT_REP_PORT, metavar="N")
+    label.add_argument(
+        "--rep-port", type=_port, default=DEFAULT_REP_PORT, metavar="N", help="rep form port (80)"
+    )
     label.add_argument("--ip", help="IPv4 or IPv6 address of the subsystem (ibip form)")
-    label.add_argument("--ibip-port", type=_port, default=DEFAULT_IBIP_PORT, metavar="N")
+    label.add_argument(
+        "--ibip-port",
+        type=_port,
+        default=DEFAULT_IBIP_PORT,
+        metavar="N",
+        help="ibip form port (800)",
+    )
     label.add_argument("--json", action="store_true", help="JSON (one object per line)")
     label.set_defaults(run=cmd_label)
 
     inspect = commands.add_parser("inspect", help="decode an IBI: where and when it was minted")
-    inspect.add_argument("label", metavar="LABEL")
-    inspect.add_argument("--json", action="store_true")
+    inspect.add_argument("label", metavar="LABEL", help="an IBI in either form")
+    inspect.add_argument("--json", action="store_true", help="one JSON object")
     inspect.set_defaults(run=cmd_inspect)
 
 
 def _add_minting_commands(commands: _Commands) -> None:
     mint = commands.add_parser("mint", help="mint IBIs through a minting API")
-    _api_options(mint)
+    _api_options(mint, subsystem="identification subsystem (default: the service's)")
     mint.add_argument("--count", type=int, default=1, metavar="N", help="1-1000 (1)")
     mint.add_argument(
         "--idempotency-key",
         metavar="K",
         help="the same key returns the same IBIs, never new ones (default: one per call)",
     )
-    mint.add_argument("--form", choices=["both", "rep", "ibip"], default="both")
+    mint.add_argument(
+        "--form", choices=["both", "rep", "ibip"], default="both", help="the forms printed (both)"
+    )
     mint.set_defaults(run=cmd_mint)
 
     mints = commands.add_parser("mints", help="list the record of minted IBIs")
-    _api_options(mints)
+    _api_options(mints, json_help="one JSON object per IBI", subsystem="only this subsystem's")
     mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
     mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
     mints.set_defaults(run=cmd_mints)
+
+
+LEAVE = "what stays here once the original moved (copy)"
 
 
 def _add_offer_commands(archive_commands: _Commands) -> None:
@@ -741,23 +1014,29 @@ def _add_offer_commands(archive_commands: _Commands) -> None:
     offer = archive_commands.add_parser(
         "offer", help="offer an original to another institution's Archive (prints the offer)"
     )
-    _api_options(offer)
-    offer.add_argument("ibi", metavar="IBI")
+    _api_options(offer, json_help="the offer and its details as JSON")
+    offer.add_argument("ibi", metavar="IBI", help="the original offered")
     offer.add_argument("--to", required=True, metavar="SERVICE_IBI", help="the receiver's IBI")
-    offer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
-    offer.add_argument("--expires-in", type=int, default=3600, metavar="SECONDS")
+    offer.add_argument("--leave", choices=["copy", "tombstone"], default="copy", help=LEAVE)
+    offer.add_argument(
+        "--expires-in", type=int, default=3600, metavar="SECONDS", help="offer lifetime (3600)"
+    )
     offer.set_defaults(run=cmd_archive_offer)
     accept = archive_commands.add_parser("accept", help="take an original offered to this Archive")
-    _api_options(accept)
+    _api_options(accept, json_help="the item as JSON")
     accept.add_argument("offer", metavar="OFFER", help="the offer (- to read it from stdin)")
     accept.set_defaults(run=cmd_archive_accept)
 
 
-def _add_archive_commands(commands: _Commands) -> None:
+def _add_deposit_command(commands: _Commands) -> None:
     deposit = commands.add_parser(
         "deposit", help="deposit files in an Archive: mint, upload, register; print the IBI"
     )
-    _api_options(deposit)
+    _api_options(
+        deposit,
+        json_help="print the item as JSON (and no progress bar)",
+        subsystem="the subsystem the Archive mints the IBI in",
+    )
     deposit.add_argument(
         "files",
         nargs="*",
@@ -781,32 +1060,40 @@ def _add_archive_commands(commands: _Commands) -> None:
     )
     deposit.set_defaults(run=cmd_deposit)
 
-    archive = commands.add_parser("archive", help="an Archive: items, integrity")
-    archive_commands = archive.add_subparsers(dest="archive_command", required=True)
+
+def _add_archive_commands(commands: _Commands) -> None:
+    _add_deposit_command(commands)
+    archive = commands.add_parser(
+        "archive", help="an Archive: items, links, changes, integrity, moves, on/off"
+    )
+    archive_commands = archive.add_subparsers(
+        dest="archive_command", required=True, metavar="COMMAND"
+    )
     service = archive_commands.add_parser(
         "service", help="the Archive's service IBI (--json: address, base URL, platform)"
     )
-    _api_options(service)
+    _api_options(service, json_help="the service's details as JSON")
     service.set_defaults(run=cmd_archive_service)
-    item = archive_commands.add_parser("item", help="show an item (JSON)")
-    _api_options(item)
-    item.add_argument("ibi", metavar="IBI")
+    item = archive_commands.add_parser("item", help="show an item")
+    _api_options(item, json_help="the item as JSON")
+    item.add_argument("ibi", metavar="IBI", help="the item")
     item.set_defaults(run=cmd_archive_item)
+    _add_item_commands(archive_commands)
     verify = archive_commands.add_parser(
         "verify", help="check stored files against their SHA-256 (exit 1 on a problem)"
     )
-    _api_options(verify)
-    verify.add_argument("ibi", metavar="IBI", nargs="?")
+    _api_options(verify, json_help="one JSON object per item")
+    verify.add_argument("ibi", metavar="IBI", nargs="?", help="only this item (default: all)")
     verify.add_argument("--quiet", action="store_true", help="print problems only")
     verify.set_defaults(run=cmd_archive_verify)
 
     transfer = archive_commands.add_parser(
         "transfer", help="move a transferable original to another Archive"
     )
-    _api_options(transfer)
-    transfer.add_argument("ibi", metavar="IBI")
+    _api_options(transfer, json_help="both Archives' items as JSON")
+    transfer.add_argument("ibi", metavar="IBI", help="the original to move")
     transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
-    transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy")
+    transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy", help=LEAVE)
     transfer.set_defaults(run=cmd_archive_transfer)
     _add_offer_commands(archive_commands)
 
@@ -815,9 +1102,9 @@ def _add_archive_commands(commands: _Commands) -> None:
         help="add or replace files of an item (an operator's; the previous versions are kept "
         "and every change recorded in the item's history)",
     )
-    _api_options(replace)
-    replace.add_argument("ibi", metavar="IBI")
-    replace.add_argument("files", nargs="+", metavar="FILE")
+    _api_options(replace, json_help="the item as JSON (and no progress bar)")
+    replace.add_argument("ibi", metavar="IBI", help="the item")
+    replace.add_argument("files", nargs="+", metavar="FILE", help="the new files")
     replace.add_argument("--reason", required=True, help="why: kept in the item's history")
     replace.add_argument("--path", help="the item's file FILE replaces (default: FILE's name)")
     replace.add_argument("--default-file", metavar="PATH", help="the item's default file")
@@ -827,24 +1114,78 @@ def _add_archive_commands(commands: _Commands) -> None:
         switch = archive_commands.add_parser(
             verb, help=f"switch the Archive {verb} at a resolver (spec §4)"
         )
-        _api_options(switch)
-        switch.add_argument("--resolver", required=True, metavar="URL")
+        _api_options(switch, json_help="the resolver's answer as a JSON object")
+        switch.add_argument("--resolver", required=True, metavar="URL", help="the resolver")
         _key_options(switch)
-        switch.add_argument("--admin-email", default=ADMIN_EMAIL)
-        switch.add_argument("--resolver-service-ibi", default=RESOLVER_SERVICE_IBI)
+        switch.add_argument(
+            "--admin-email", default=ADMIN_EMAIL, help=f"the Archive's contact ({ADMIN_EMAIL})"
+        )
+        switch.add_argument(
+            "--resolver-service-ibi",
+            default=RESOLVER_SERVICE_IBI,
+            metavar="IBI",
+            help=f"the resolver's service IBI ({RESOLVER_SERVICE_IBI})",
+        )
         switch.set_defaults(run=cmd_archive_switch)
+
+
+def _add_item_commands(archive_commands: _Commands) -> None:
+    """Change, link and delete an item (``PATCH``/``DELETE /api/item``, ``/api/item/links``)."""
+    update = archive_commands.add_parser(
+        "update", help="change an item: listable, transferable, language, URL, record"
+    )
+    _api_options(update, json_help="the item as JSON")
+    update.add_argument("ibi", metavar="IBI", help="the item")
+    for flag, what in (("listable", "its file list is shown"), ("transferable", "it may move")):
+        update.add_argument(
+            f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=what
+        )
+    update.add_argument("--language", help="ISO 639-1 language (pt, pt-BR)")
+    update.add_argument("--url", help="the item is a file hosted elsewhere, at this URL")
+    update.add_argument("--default-file", metavar="PATH", help="the item's default file")
+    update.add_argument(
+        "--content-type", choices=["Data", "Metadata"], help="what the item is (spec §4)"
+    )
+    update.add_argument("--metadata", metavar="FILE", help="Dublin Core elements as JSON")
+    update.set_defaults(run=cmd_archive_update)
+
+    link = archive_commands.add_parser(
+        "link", help="link an item to its next edition, a translation or a metadata item"
+    )
+    _api_options(link, json_help="the item as JSON")
+    link.add_argument("ibi", metavar="IBI", help="the item")
+    link.add_argument("--next-edition", metavar="IBI", help="the item's next edition")
+    link.add_argument(
+        "--translation",
+        nargs=2,
+        action="append",
+        metavar=("LANG", "IBI|URL"),
+        help="a translation into LANG (pt-BR), an item or a URL (repeatable)",
+    )
+    link.add_argument("--metadata", metavar="IBI", help="the item holding its metadata")
+    link.add_argument("--oai-dc", metavar="IBI", help="the item holding it as OAI Dublin Core")
+    link.set_defaults(run=cmd_archive_link)
+
+    delete = archive_commands.add_parser(
+        "delete", help="delete an item (a tombstone stays: the resolver answers 410 Gone)"
+    )
+    _api_options(delete, json_help="the tombstone as JSON")
+    delete.add_argument("ibi", metavar="IBI", help="the item")
+    delete.set_defaults(run=cmd_archive_delete)
 
 
 def _add_resolver_commands(commands: _Commands) -> None:
     resolver = commands.add_parser("resolver", help="a resolver's administration")
-    resolver_commands = resolver.add_subparsers(dest="resolver_command", required=True)
+    resolver_commands = resolver.add_subparsers(
+        dest="resolver_command", required=True, metavar="COMMAND"
+    )
     register = resolver_commands.add_parser("register", help="register an Archive and its key")
-    _api_options(register)
+    _api_options(register, json_help="the registration as JSON")
     register.add_argument("--archive", required=True, metavar="IBI", help="its service IBI")
     _key_options(register)
     register.set_defaults(run=cmd_resolver_register)
     listing = resolver_commands.add_parser("archives", help="list registered Archives")
-    _api_options(listing)
+    _api_options(listing, json_help="one JSON object per Archive")
     listing.set_defaults(run=cmd_resolver_archives)
 
 
@@ -858,9 +1199,11 @@ def _add_holdings_command(commands: _Commands) -> None:
             "originals, Archives that did not answer)."
         ),
     )
-    holdings.add_argument("ibi", metavar="IBI")
+    holdings.add_argument("ibi", metavar="IBI", help="the item")
     holdings.add_argument("--resolver", metavar="URL", help="the resolver (IBI_RESOLVER_URL)")
-    holdings.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+    holdings.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (30)"
+    )
     holdings.add_argument("--json", action="store_true", help="the view as the resolver's JSON")
     holdings.set_defaults(run=cmd_holdings)
 
@@ -868,7 +1211,10 @@ def _add_holdings_command(commands: _Commands) -> None:
 def _add_local_command(commands: _Commands) -> None:
     local = commands.add_parser("local", help="run the services on 127.0.0.1 (no AWS account)")
     local.add_argument(
-        "--data-dir", default=os.environ.get("IBI_DATA_DIR", ".ibi-data"), metavar="DIR"
+        "--data-dir",
+        default=os.environ.get("IBI_DATA_DIR", ".ibi-data"),
+        metavar="DIR",
+        help="where the data is kept (IBI_DATA_DIR, else .ibi-data)",
     )
     local.add_argument("--port", type=_port, default=8800, help="minting API port (8800)")
     local.add_argument(
@@ -882,7 +1228,18 @@ def _add_local_command(commands: _Commands) -> None:
     local.add_argument(
         "--no-demo", action="store_true", help="do not seed demo items in a new data directory"
     )
-    local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
+    local.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING"],
+        help="the services' log level (WARNING)",
+    )
+    local.add_argument(
+        "--rotate-key",
+        metavar="ARCHIVE",
+        help="give an Archive (archive-a…) a new registration key, kept in DIR/keys/ for every "
+        "later start (registered at once if ibi local runs on DIR), then exit",
+    )
     local.set_defaults(run=cmd_local)
 
 

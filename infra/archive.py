@@ -31,7 +31,7 @@ ITEMS_TABLE_ACTIONS = (
     "dynamodb:PutItem",  # store.py: a new item or alias, #service, spend a urlkey (conditional)
     "dynamodb:UpdateItem",  # store.py: replace an item, #profile, count an access
     "dynamodb:DeleteItem",  # store.py: undo an alias when the IBI turns out to be taken
-    "dynamodb:Scan",  # store.py: GET /api/items and POST /api/verify page through the items
+    "dynamodb:Scan",  # store.py: GET /api/items, POST /api/verify and /oai page through the items
 )
 # files.py: GetObject reads, hashes and presigns downloads (HeadObject is GetObject too);
 # PutObject is what the presigned upload URLs carry out, and (with GetObject on the source) the
@@ -63,6 +63,8 @@ PUBLIC_ROUTES = ((GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
 # Public too: a receiving Archive of another institution confirms one of this Archive's signed
 # offers (functions/archive/offers.py); the HMAC of the offer, not IAM, authorizes it.
 CONFIRM_ROUTES = ((POST, "/transfers/confirm"),)
+# Public: OAI-PMH takes its arguments in a form body too (GET /oai is the catch-all's).
+OAI_ROUTES = ((POST, "/oai"),)
 # The deposit API (functions/archive/handler.py), each route IAM-authorized by name.
 DEPOSIT_ROUTES = (
     (GET, "/api/service"),
@@ -261,6 +263,7 @@ class Archive(LambdaService):
         self.confirm_routes = self._add_routes(
             CONFIRM_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
         )
+        self.oai_routes = self._add_routes(OAI_ROUTES, integration, apigwv2.HttpNoneAuthorizer())
         self.deposit_routes = self._add_routes(
             (*DEPOSIT_ROUTES, *DEPOSIT_GUARD_ROUTES), integration, HttpIamAuthorizer()
         )
@@ -360,6 +363,18 @@ class Archive(LambdaService):
                         "Archive's own key, for the receiver and item version it names, before "
                         "its expiry, and demotes that one original once (a conditional write); "
                         "anything else is refused without a write. The stage throttles it."
+                    ),
+                )
+            )
+        for route in self.oai_routes:
+            Validations.of(route).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG4",
+                    reason=(
+                        "POST /oai is OAI-PMH 2.0, which harvesters call unsigned and which "
+                        "must take its arguments in a form body as well as in a GET query "
+                        "(docs/oai-pmh.md): it reads items' public metadata and writes nothing. "
+                        "The stage throttles it."
                     ),
                 )
             )

@@ -66,7 +66,7 @@ class BundlingError(RuntimeError):
     """The asset could not be built; the message says what to run to fix it."""
 
 
-DATA_SUFFIXES = (".csl",)  # the resolver's citation styles (functions/resolver/styles/)
+DATA_SUFFIXES = (".csl", ".json")  # the resolver's citation styles, the OpenAPI document
 
 
 def _python_sources(directory: str, names: list[str]) -> set[str]:

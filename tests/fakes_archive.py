@@ -97,6 +97,8 @@ class MemoryItemStore:
         # As DynamoDB's ADD: on the record named (an alias record is not the item's).
         if label not in self.items and label not in self.aliases:
             return 0
+        if label in self.items and self.items[label].deleted:  # the condition on its state
+            return 0
         self.accesses[label] = self.accesses.get(label, 0) + 1
         return self.accesses[label]
 

@@ -27,8 +27,8 @@ from functions.archive.service import UNKNOWN, ArchiveService, reason_of
 from functions.archive.transfer import Receiver, Transferred, check_item, transfer
 from functions.archive.views import (
     ArchiveViews,
-    error_page,
     file_list_page,
+    integrity_page,
     metadata_page,
     oai_dc,
 )
@@ -194,14 +194,15 @@ class ContentService:
         return FileAnswer(200, headers, page=page, path=chosen.path)
 
     def _damaged(self, item: Item, chosen: StoredFile, *, known: bool = False) -> FileAnswer:
-        """A styled 500 (under the pages' CSP); the damage is recorded in the item, so that its
-        protocol answer is empty until an operator repairs the file (and ``verify`` says so)."""
+        """A styled 500 (under the pages' CSP, linking the item's other pages and its persistent
+        URL); the damage is recorded in the item, so that its protocol answer is empty until an
+        operator repairs the file (and ``verify`` says so)."""
         if not known:
             try:
                 self.archive.record_damage(item.key, damaged=[chosen.path])
             except ArchiveError as error:  # the page is answered all the same
                 logger.warning("damage not recorded", extra={"ibi": item.key, "why": str(error)})
-        page = Page(500, error_page(500, DAMAGED))
+        page = Page(500, integrity_page(item, chosen.path, DAMAGED, self.views))
         return FileAnswer(500, page=page, damaged=True, path=chosen.path)
 
     def file_list(self, label: str) -> Page:
@@ -247,7 +248,7 @@ class ContentService:
 
     def presign_uploads(self, label: str, body: Any) -> dict[str, Any]:
         """Presigned PUT URLs for files of an item (any size, straight to the file store)."""
-        declared_list = declared_files(body)
+        declared_list = declared_files(body, frozenset({"files"}))
         item = self.archive.get(label)
         files = self._store()
         uploads = [
@@ -285,7 +286,7 @@ class ContentService:
         """An operator's revision: ``{"files": […], "reason", "default_file"?}`` adds or replaces
         files of any item; each replaced version is kept (``history/``) and every change is
         recorded in the item's history (who, when, why, both checksums)."""
-        declared = declared_files(body)
+        declared = declared_files(body, frozenset({"files", "default_file", "reason"}))
         reason = reason_of(body)
         item, changes = self.archive.files_to_revise(label, declared)
         if changes:
@@ -360,7 +361,7 @@ class ContentService:
             self._files,
             receiver,
             label,
-            leave=str(body.get("leave", "copy")),
+            leave=_leave(body.get("leave", "copy")),
             remaining=lambda: ends - receivers.clock(),
         )
 
@@ -403,3 +404,10 @@ class ContentService:
         """Bytes pulled from a sender, at the upload key their commit checks (offers.py)."""
         sha256 = hashlib.sha256(data).hexdigest()
         self._store().put(item_key, path, data, content_type, announced=sha256)
+
+
+def _leave(value: Any) -> str:
+    """What a transfer leaves behind: ``copy`` or ``tombstone`` (any other value, 400)."""
+    if not isinstance(value, str) or value not in {"copy", "tombstone"}:
+        raise BadRequest('"leave" is "copy" or "tombstone"')
+    return value

@@ -31,6 +31,12 @@ class Gone(ArchiveError):
     status = 410
 
 
+class Unprocessable(ArchiveError):
+    """Well-formed, but its content cannot be used (an offer token that does not decode)."""
+
+    status = 422
+
+
 class Unavailable(ArchiveError):
     """A store or service this Archive depends on cannot answer now."""
 

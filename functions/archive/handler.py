@@ -2,7 +2,8 @@
 
 Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (spec §3, §6),
 ``GET /col/<ibi>[/<path>]`` files, ``GET /list/<ibi>`` the file-list page,
-``GET /metadata/<ibi>[?format=oai_dc]``, ``POST /transfers/confirm`` (an offer, offers.py).
+``GET /metadata/<ibi>[?format=oai_dc]``, ``POST /transfers/confirm`` (an offer, offers.py),
+``GET|POST /oai`` (OAI-PMH 2.0, oai.py), ``GET /openapi.json``.
 IAM-authorized in AWS: ``/api/…`` (deposit).
 Routes parse, make one service call and answer; the logic is in ``service.py`` (items),
 ``content.py`` (files, pages, checks, transfers) and ``protocol.py``; ``wiring.py`` builds them.
@@ -18,7 +19,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.archive import views, wiring
+from functions.archive import oai, views, wiring
 from functions.archive.content import FileAnswer, Page
 from functions.archive.errors import ArchiveError, BadRequest, NotHeld, ProtocolError
 from functions.archive.files import FileMismatch, FileMissing, FileStoreError, FileTooLarge
@@ -28,7 +29,7 @@ from functions.archive.parsing import ibi_from
 from functions.archive.store import ArchiveStoreError
 from functions.archive.transfer import TransferFailed
 from functions.archive.wiring import Site
-from functions.shared import edge
+from functions.shared import edge, openapi
 from functions.shared.edge import error_response, html_response, json_response, text_response
 from ibi.core.pairlist import PairList, encode_value, format_pair_list
 
@@ -156,7 +157,30 @@ def get_metadata() -> Response[Any]:
     return page_response(site().content.metadata(label, query("format")))
 
 
+@app.route("/oai", method=["GET", "POST"])  # POST: the arguments in a form body (OAI-PMH §3.1.1)
+def oai_pmh() -> Response[Any]:
+    """OAI-PMH 2.0 (oai.py): every answer is 200 and XML, the protocol's errors included."""
+    event, settings = app.current_event, wiring.runtime().settings
+    arguments = event.raw_query_string if event.http_method == "GET" else event.decoded_body
+    repository = oai.archive_repository(
+        site().content.archive.items,
+        address=site().identity.address,
+        service_ibi=site().identity.service.key,
+        base_url=site().views.base_url,
+        admin_email=settings.admin_email,
+        clock=wiring.runtime().clock,
+        page_size=settings.oai_page_size,
+    )
+    return Response(200, "text/xml; charset=utf-8", repository.answer(arguments or ""))
+
+
 # ---------------------------------------------------------------------------- the deposit API
+
+
+@app.get("/openapi.json")
+def openapi_document() -> Response[str]:
+    """Public: the deposit API's OpenAPI document."""
+    return json_response(200, openapi.document("archive", edge.public_base(app.current_event)))
 
 
 @app.get("/api/service")
@@ -340,6 +364,9 @@ def transfer() -> Response[str]:
 def protocol() -> Response[str]:
     """The service protocol, at the Archive service's own IBI (matched last)."""
     rest = after("/")
+    if rest.startswith("api/"):  # the deposit API: JSON, and a 405 for a method it lacks
+        refused: Response[str] = not_found(NotFoundError())
+        return refused
     try:
         label, extra = ibi_from(rest)
     except BadRequest:
@@ -407,7 +434,9 @@ def store_unavailable(error: Exception) -> Response[str]:
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
-    return error_response(404, "NotFound", f"no route {app.current_event.path}")
+    return edge.method_not_allowed(app) or error_response(
+        404, "NotFound", f"no route {app.current_event.path}"
+    )
 
 
 @app.exception_handler(Exception)  # type: ignore[untyped-decorator]

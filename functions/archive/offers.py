@@ -60,7 +60,14 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
 
-from functions.archive.errors import ArchiveError, BadRequest, Conflict, NotHeld, Unavailable
+from functions.archive.errors import (
+    ArchiveError,
+    BadRequest,
+    Conflict,
+    NotHeld,
+    Unavailable,
+    Unprocessable,
+)
 from functions.archive.mapping import transfer_body
 from functions.archive.model import Forms, Item, State
 from functions.archive.service import UNKNOWN, ArchiveService
@@ -174,7 +181,7 @@ def _split(token: Any) -> tuple[bytes, bytes]:
             raise ValueError("not an offer")
         return _unb64(parts[1]), _unb64(parts[2])
     except (ValueError, binascii.Error):
-        raise BadRequest("this is not an offer (ibioffer1.<payload>.<signature>)") from None
+        raise Unprocessable("this is not an offer (ibioffer1.<payload>.<signature>)") from None
 
 
 def _offer_of(payload: bytes) -> Offer:
@@ -185,7 +192,7 @@ def _offer_of(payload: bytes) -> Offer:
             raise TypeError("item or version")
         offer.files  # noqa: B018 - every file has a path, a SHA-256 and a size
     except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise BadRequest(f"the offer cannot be read: {error}") from None
+        raise Unprocessable(f"the offer cannot be read: {error}") from None
     return offer
 
 
@@ -211,7 +218,7 @@ def make_offer(
     if not isinstance(body, dict) or not isinstance(body.get("to"), str):
         raise BadRequest('send {"to": "<receiving Archive service IBI>", "leave": "copy"}')
     leave, ttl = body.get("leave", "copy"), body.get("expires_in", DEFAULT_TTL_SECONDS)
-    if leave not in {"copy", "tombstone"}:
+    if not isinstance(leave, str) or leave not in {"copy", "tombstone"}:
         raise BadRequest('"leave" is "copy" or "tombstone"')
     if isinstance(ttl, bool) or not isinstance(ttl, int) or not 60 <= ttl <= MAX_TTL_SECONDS:
         raise BadRequest(f'"expires_in" is a whole number of seconds, 60 to {MAX_TTL_SECONDS}')

@@ -18,6 +18,8 @@ from ibi.core.errors import InvalidInput
 
 MAX_FILE_BYTES = 5 * 1024**3  # S3's limit for one PUT, so for one presigned upload
 MAX_PATH_BYTES = 768  # an S3 key has at most 1,024 bytes: the rest is for the item's label
+MAX_PATH_CHARS = MAX_PATH_BYTES // 4  # what the OpenAPI document can say (maxLength counts
+# characters): any 192 characters fit in 768 UTF-8 bytes
 MAX_MEDIA_TYPE = 255
 # Refused in every string of a request, keys included: the C0 controls but tab, LF and CR;
 # DEL and the C1 controls; lone surrogates (UTF-8 cannot encode them, so no page could be
@@ -147,8 +149,8 @@ def _declared_file(entry: Any) -> StoredFile:
     content_type = entry.get("content_type", "application/octet-stream")
     if not isinstance(path, str) or not isinstance(sha256, str):
         raise BadRequest(f'"files": {shape}: "path" and "sha256" are strings')
-    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
-        raise BadRequest(f'"files": {path[:80]!r}…: a path has at most {MAX_PATH_BYTES} bytes')
+    if len(path) > MAX_PATH_CHARS:
+        raise BadRequest(f'"files": {path[:80]!r}…: a path has at most {MAX_PATH_CHARS} characters')
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_FILE_BYTES:
         raise BadRequest(
             f'"files": {path!r}: "size" must be a whole number of bytes from 0 to '
@@ -169,10 +171,15 @@ def _declared_file(entry: Any) -> StoredFile:
         raise BadRequest(f'"files": {error}') from None
 
 
-def declared_files(data: Any) -> tuple[StoredFile, ...]:
-    """The files a request declares: ``{"files": [{"path", "sha256", "size", …}]}``."""
+def declared_files(
+    data: Any, fields: frozenset[str] = frozenset({"files", "default_file"})
+) -> tuple[StoredFile, ...]:
+    """The files a request declares: ``{"files": [{"path", "sha256", "size", …}]}``, with no
+    field but ``fields``."""
     if not isinstance(data, dict) or not isinstance(data.get("files"), list):
         raise BadRequest('the body is {"files": [{"path", "sha256", "size", "content_type"?}]}')
+    if unknown := sorted(set(data) - fields):
+        raise BadRequest(f"unknown fields {unknown}: the body takes {sorted(fields)}")
     checked_text(data)
     if data.get("default_file") is not None and not isinstance(data["default_file"], str):
         raise BadRequest('"default_file" must be the path of one of the item\'s files')

@@ -370,7 +370,10 @@ class ProtocolService:
         now = self._clock()
 
         def issue(targets: dict[str, str]) -> str:  # signed, not stored: no write
-            return self._urlkeys.issue(now, self.identity.service.key)
+            # One URL (a plain resolution): the key is bound to it and to its item, so that
+            # its acknowledgment is checked without reading the item (``acknowledge``).
+            bound = next((key, url) for url, key in targets.items()) if len(targets) == 1 else None
+            return self._urlkeys.issue(now, self.identity.service.key, bound)
 
         def holdings(wanted: str) -> Item | None:
             held = asked if wanted == label else self._store.get(wanted)
@@ -398,35 +401,54 @@ class ProtocolService:
         """The constant notice; one access counted per genuine, fresh urlkey, spent once, on
         the item the acknowledgment's ``ibi`` names and its ``url`` leads to."""
         urlkey = query.get("urlkey", "")
+        url = query.get("url", "")
+        keys = _acknowledged_keys(query.get("ibi", ""))
         scope = self.identity.service.key
-        issued_at = self._urlkeys.check(urlkey, self._clock(), scope, self._ttl) if urlkey else None
-        went = self._went_to(query) if issued_at is not None else None
+        checked = (
+            self._urlkeys.check_bound(
+                urlkey, self._clock(), scope, self._ttl, [(key, url) for key in keys]
+            )
+            if urlkey
+            else None
+        )
+        # A key bound to one of the items named, with this URL: this Archive offered that URL
+        # for that item when it issued the key, so nothing is read; otherwise the item is read.
+        went = checked[1] if checked is not None and checked[1] else None
+        if checked is not None and went is None:
+            went = self._went_to(keys, url)
         if (
-            issued_at is None
+            checked is None
             or went is None
-            or not self._store.spend_urlkey(urlkey, expires_at=issued_at + self._ttl)
+            or not self._store.spend_urlkey(urlkey, expires_at=checked[0] + self._ttl)
         ):
             ignored: dict[str, object] = {"urlkey": urlkey[:40]}
             event = "acknowledgment ignored"
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
-        count = self._store.count_access(went.key)
-        details: dict[str, object] = {"ibi": went.key, "accesses": count}
+        count = self._store.count_access(went)
+        details: dict[str, object] = {"ibi": went, "accesses": count}
         return ProtocolAnswer(NOTICE, "Acknowledgments", "acknowledged", details)
 
-    def _went_to(self, query: dict[str, str]) -> Item | None:
-        """The item held here that the acknowledgment names by its ``ibi`` (``rep R ibip P``
-        or a label) and whose URL it gives, as this Archive offers it now."""
-        url = query.get("url", "")
-        words = [w for w in query.get("ibi", "").split() if w not in {"rep", "ibip"}]
-        for label in words[:MAX_ACKNOWLEDGED_LABELS]:
-            try:
-                key = Forms.of(label).key
-            except InvalidInput:
-                continue
+    def _went_to(self, keys: list[str], url: str) -> str | None:
+        """The key of the item held here among ``keys`` whose URL the acknowledgment gives, as
+        this Archive offers it now (for a urlkey issued with several URLs)."""
+        for key in keys:
             item = self._store.get(key)
             if item is not None and item.usable and offers(item, url, self._views):
-                return item
+                return item.key
         return None
+
+
+def _acknowledged_keys(ibi: str) -> list[str]:
+    """The storage keys of the labels an acknowledgment's ``ibi`` names (``rep R ibip P`` or a
+    label), at most :data:`MAX_ACKNOWLEDGED_LABELS`; malformed labels are skipped."""
+    words = [w for w in ibi.split() if w not in {"rep", "ibip"}]
+    keys: list[str] = []
+    for label in words[:MAX_ACKNOWLEDGED_LABELS]:
+        try:
+            keys.append(Forms.of(label).key)
+        except InvalidInput:
+            continue
+    return keys
 
 
 def offers(item: Item, url: str, views: Views) -> bool:

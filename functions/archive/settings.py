@@ -13,6 +13,8 @@ from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.defaults import (
     ADMIN_EMAIL,
+    OAI_PAGE_SIZE,
+    OAI_PAGE_SIZE_RANGE,
     RESOLVER_SERVICE_IBI,
     SERVE_INLINE_BYTES,
     URLKEY_TTL_RANGE,
@@ -37,6 +39,9 @@ class ArchiveSettings:
     bucket: str | None
     urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS
     join_resolver_url: str | None = None  # switch on at this resolver when first started
+    # The resolver its pages link persistent URLs to (IBI_RESOLVER_URL), when it joins none
+    # itself (``ibi local`` registers its Archives at its resolver).
+    resolver_url: str | None = None
     registration_key_parameter: str | None = None  # SSM SecureString holding the key
     resolver_service_ibi: str = RESOLVER_SERVICE_IBI
     admin_email: str = ADMIN_EMAIL
@@ -50,6 +55,8 @@ class ArchiveSettings:
     # file locally; neither: a key of this process only (tests, one in-process Archive).
     urlkey_secret_arn: str | None = None
     urlkey_secret_file: str | None = None
+    # How many records (or headers) one OAI-PMH list answer carries (oai.py).
+    oai_page_size: int = OAI_PAGE_SIZE
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
@@ -81,6 +88,7 @@ class ArchiveSettings:
                 bucket=env.get("IBI_ARCHIVE_BUCKET") or None,
                 urlkey_ttl_seconds=ttl,
                 join_resolver_url=env.get("IBI_JOIN_RESOLVER_URL") or None,
+                resolver_url=_resolver_url(env.get("IBI_RESOLVER_URL") or None),
                 registration_key_parameter=env.get("IBI_REGISTRATION_KEY_PARAMETER") or None,
                 resolver_service_ibi=env.get("IBI_RESOLVER_SERVICE_IBI") or RESOLVER_SERVICE_IBI,
                 admin_email=env.get("IBI_ADMIN_EMAIL") or ADMIN_EMAIL,
@@ -92,9 +100,17 @@ class ArchiveSettings:
                 ),
                 urlkey_secret_arn=env.get("IBI_URLKEY_SECRET_ARN") or None,
                 urlkey_secret_file=env.get("IBI_URLKEY_SECRET_FILE") or None,
+                oai_page_size=_oai_page_size(env),
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error
+
+
+def _oai_page_size(env: Mapping[str, str]) -> int:
+    text, (low, high) = env.get("IBI_OAI_PAGE_SIZE") or str(OAI_PAGE_SIZE), OAI_PAGE_SIZE_RANGE
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ValueError(f"IBI_OAI_PAGE_SIZE must be a whole number from {low} to {high}")
+    return int(text)
 
 
 def _listed(env: Mapping[str, str], name: str) -> list[str]:
@@ -109,3 +125,9 @@ def subsystem_prefix(text: str) -> str:
     if label.prefix.lower() != text.lower():
         raise InvalidInput("prefix", f"{text!r} is not an IBI prefix")
     return label.prefix
+
+
+def _resolver_url(url: str | None) -> str | None:
+    if url is not None and not _BASE_URL.fullmatch(url.rstrip("/")):
+        raise ValueError(f"IBI_RESOLVER_URL {url!r} is not http(s)://host[:port]")
+    return url.rstrip("/") if url else None

@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.archive.mapping import item_from_mapping, item_to_mapping
-from functions.archive.model import Forms, Item, Profile
+from functions.archive.model import Forms, Item, Profile, State
 from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
 from functions.shared.dynamo import ensure_table as create_table
 
@@ -308,9 +308,16 @@ class DynamoItemStore:
                 TableName=self._table,
                 Key={"label": {"S": label}},
                 UpdateExpression="ADD access_count :one",
-                ConditionExpression="attribute_exists(#label)",
-                ExpressionAttributeNames={"#label": "label"},
-                ExpressionAttributeValues={":one": {"N": "1"}},
+                # an item deleted since the urlkey was issued counts no more accesses
+                ConditionExpression=(
+                    "attribute_exists(#label)"
+                    " AND (attribute_not_exists(#state) OR #state <> :deleted)"
+                ),
+                ExpressionAttributeNames={"#label": "label", "#state": "state"},
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":deleted": {"S": State.DELETED.value},
+                },
                 ReturnValues="UPDATED_NEW",
             )
         except AWS_ERRORS as error:

@@ -2,20 +2,22 @@
 
 Pure: URLs and documents are built from items; the handler serves them. Every value from an
 item or a request is HTML-escaped, and every page goes out under a Content-Security-Policy that
-allows no script at all (``PAGE_HEADERS``); deposited files get ``file_headers``.
+allows no script at all (``PAGE_HEADERS``); deposited files get ``file_headers``. The pages look
+like the resolver's (``functions/shared/look.py``: one stylesheet, one skeleton) and link to
+each other: the item, its file list, its metadata and its persistent URL at the resolver.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 import re
+from collections.abc import Sequence
+from http import HTTPStatus
 from urllib.parse import quote
 from xml.etree import ElementTree
 
 from functions.archive.files import attachment
 from functions.archive.model import DC_ELEMENTS, Item
+from functions.shared import look
 
 RESOLVER_URL = "http://urlib.net"  # the persistent URLs' resolver when none is configured
 
@@ -27,6 +29,12 @@ class ArchiveViews:
     def __init__(self, base_url: str, resolver_url: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.resolver_url = (resolver_url or RESOLVER_URL).rstrip("/")
+        self.resolver_known = bool(resolver_url)  # the resolver this Archive joins
+
+    def persistent_url(self, item: Item) -> str | None:
+        """The item's persistent URL at the resolver this Archive joins (None when it joins none:
+        pages then link only what the Archive itself serves)."""
+        return f"{self.resolver_url}/{item.key}" if self.resolver_known else None
 
     def item_url(self, item: Item) -> str | None:
         if item.external_url:
@@ -41,6 +49,10 @@ class ArchiveViews:
     def file_url(self, item: Item, path: str) -> str:
         return f"{self.base_url}/col/{item.key}/{quote(path)}"
 
+    def default_file_url(self, item: Item) -> str:
+        """``/col/<ibi>``: the item's default file, by the item's own URL."""
+        return f"{self.base_url}/col/{item.key}"
+
     def file_list_url(self, item: Item) -> str:
         return f"{self.base_url}/list/{item.key}"
 
@@ -52,22 +64,14 @@ class ArchiveViews:
         return url + "?format=oai_dc" if format == "oai_dc" else url
 
 
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:50rem;margin:2rem auto;padding:0 1rem}"
-    "table{border-collapse:collapse}td,th{padding:.25rem .75rem;text-align:left;"
-    "border-bottom:1px solid #ddd}code{font-size:.9em}"
-)
-_STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
-# The Archive's pages run no script and load nothing: only their own style, by its hash.
+_STYLE = look.STYLE  # the resolver's stylesheet (functions/shared/look.py)
+_STYLE_HASH = look.STYLE_HASH
+# The Archive's pages run no script and load nothing: only the shared style, by its hash.
 CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'self'; "
+    f"default-src 'none'; {look.STYLE_SOURCE}; img-src 'self'; "
     "form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
-PAGE_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+PAGE_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, **look.COMMON_HEADERS}
 
 # Deposited files: shown inline only for types a browser displays without running anything
 # of the file's; every other type (HTML, SVG, XML, scripts, unknown) is sent as an attachment.
@@ -117,46 +121,124 @@ def file_headers(content_type: str, path: str) -> dict[str, str]:
     return headers
 
 
-def _page(title: str, body: str) -> str:
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{_STYLE}</style></head><body>{body}</body></html>\n"
+_e = look.escape
+
+# The pages of an item, in the order their links are shown (the one shown is named, not linked).
+ITEM, FILES, METADATA = "item", "files", "metadata"
+
+
+def _web(url: str | None) -> bool:
+    """Whether ``url`` may be a link: http(s) only (never ``javascript:`` and the like)."""
+    return bool(url) and str(url).isascii() and str(url).startswith(("http://", "https://"))
+
+
+def _link(href: str, text: str, name: str, here: str | None) -> str:
+    if name == here:
+        return f'<strong aria-current="page">{_e(text)}</strong>'
+    return f'<a id="{name}-link" href="{_e(href)}">{_e(text)}</a>'
+
+
+def item_links(item: Item, views: ArchiveViews, here: str | None = None) -> list[str]:
+    """The links between an item's pages: the item itself, its file list, its metadata and its
+    persistent URL at the resolver; only those this Archive can answer with something."""
+    links = []
+    # The item as its persistent URL leads to it; its default file by the item's own URL, so
+    # that the link names no file of an item whose files are not listed.
+    url = item.external_url or (views.default_file_url(item) if item.main_file else None)
+    if here == ITEM or (_web(url) and not item.deleted):
+        links.append(_link(str(url), "Item", ITEM, here))
+    if here == FILES or (item.listable and item.files and not item.deleted):
+        links.append(_link(views.file_list_url(item), "Files", FILES, here))
+    if item.dc:
+        links.append(_link(views.metadata_url(item, None), "Metadata", METADATA, here))
+    persistent = views.persistent_url(item)
+    if persistent is not None and _web(persistent):
+        links.append(_link(persistent, "Persistent URL", "persistent", here))
+    return links
+
+
+def _forms(item: Item) -> str:
+    """The item's IBI in each of its forms, and its state here."""
+    labels = " · ".join(f"<code>{_e(label)}</code>" for label in item.ibi.labels)
+    return f'<p class="muted wrap">IBI {labels} — {_e(item.state.value)}</p>'
+
+
+def _footer(status: int | None, views: ArchiveViews | None = None) -> str:
+    """The pages' last line, as the resolver's alerts end: the status of an error, whose page
+    this is, and the resolver the Archive joins."""
+    resolver = (
+        f' · <a href="{_e(views.resolver_url)}/">IBI resolver</a>'
+        if views is not None and views.resolver_known and _web(views.resolver_url)
+        else ""
     )
+    answered = f"HTTP {status} · " if status is not None else ""
+    return f'<p class="muted">{answered}IBI Archive{resolver}</p>'
 
 
-def error_page(status: int, message: str) -> str:
-    """An error as a page: every word of ``message`` (which may quote the URL) escaped."""
-    return _page(str(status), f"<h1>{status}</h1><p>{html.escape(message)}</p>")
+def _item_page(title: str, item: Item, views: ArchiveViews, here: str, content: str) -> str:
+    """A page of an item: its heading, its IBI, the links between its pages, ``content``."""
+    links = look.link_line(item_links(item, views, here), element_id="links")
+    heading = f'<h1 class="wrap">{_e(title)}</h1>'
+    return look.document(title, f"{heading}{_forms(item)}{links}{content}{_footer(None, views)}")
+
+
+def _title(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def error_page(status: int, message: str, *, links: Sequence[str] = ()) -> str:
+    """An error as a page: every word of ``message`` (which may quote the URL) escaped;
+    ``links`` (already HTML, from ``item_links``) lead on from it."""
+    title = _title(status)
+    body = (
+        f'<h1 class="wrap">{_e(title)}</h1><p class="wrap" role="alert">{_e(message)}</p>'
+        f"{look.link_line(links, element_id='links')}{_footer(status)}"
+    )
+    return look.document(title, body)
+
+
+def integrity_page(item: Item, path: str, message: str, views: ArchiveViews) -> str:
+    """A file whose bytes failed their SHA-256 here (the answer is a 500): what happened, and
+    where a reader goes on from it (the persistent URL leads to a good copy if there is one)."""
+    title = "A file failed its integrity check"
+    body = (
+        f'<h1 class="wrap">{_e(title)}</h1>{_forms(item)}'
+        f'<p class="wrap">File: <code>{_e(path)}</code></p>'
+        f'<p class="error wrap" role="alert">{_e(message)}</p>'
+        f"{look.link_line(item_links(item, views, ITEM), element_id='links')}{_footer(500, views)}"
+    )
+    return look.document(title, body)
 
 
 def file_list_page(item: Item, views: ArchiveViews) -> str:
     title = f"Files of {item.ibi.key}"
-    heading = f"<h1>{html.escape(title)}</h1>"
-    forms = " · ".join(f"<code>{html.escape(label)}</code>" for label in item.ibi.labels)
     if not item.listable:
-        return _page(
+        return _item_page(
             title,
-            f"{heading}<p>{forms}</p><p><strong>Listing the files of this item is not "
-            "allowed.</strong> The item itself can still be reached through its persistent "
-            "URL.</p>",
+            item,
+            views,
+            FILES,
+            "<p><strong>Listing the files of this item is not allowed.</strong> The item itself "
+            "can still be reached through its persistent URL.</p>",
         )
     if item.deleted:
-        return _page(title, f"{heading}<p>{forms}</p><p>This item was deleted.</p>")
+        return _item_page(title, item, views, FILES, "<p>This item was deleted.</p>")
     rows = "".join(
-        f'<tr><td><a href="{html.escape(views.file_url(item, f.path))}">{html.escape(f.path)}'
-        f"</a>{' (default)' if f.path == item.default_file else ''}</td><td>{f.size}</td>"
-        f"<td><code>{f.sha256}</code></td></tr>"
+        f'<tr><td><a href="{_e(views.file_url(item, f.path))}"><code>{_e(f.path)}</code></a>'
+        f"{' (default)' if f.path == item.default_file else ''}</td><td>{f.size}</td>"
+        f"<td><code>{_e(f.sha256)}</code></td></tr>"
         for f in item.files
     )
     table = (
-        "<table><thead><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr></thead>"
+        '<table id="files"><thead><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
         if item.files
         else "<p>This item has no files in this Archive.</p>"
     )
-    return _page(title, f"{heading}<p>{forms} — {item.state.value}</p>{table}")
+    return _item_page(title, item, views, FILES, table)
 
 
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
@@ -178,8 +260,9 @@ def xml_text(value: str) -> str:
     return NOT_XML.sub("\ufffd", value)
 
 
-def oai_dc(item: Item) -> str:
-    """The item's metadata as an OAI Dublin Core record (built with ElementTree).
+def oai_dc_element(item: Item) -> ElementTree.Element:
+    """The item's metadata as an ``oai_dc:dc`` element: what ``GET /metadata/<ibi>?format=oai_dc``
+    answers and what OAI-PMH records carry (``oai.py``).
 
     Always well-formed XML: a value holding a character XML cannot carry (possible only in
     a record stored before the deposit API refused them) shows U+FFFD in its place.
@@ -190,6 +273,12 @@ def oai_dc(item: Item) -> str:
     for element in DC_ELEMENTS:
         for value in identifiers if element == "identifier" else item.dc.get(element, ()):
             ElementTree.SubElement(record, f"{{{DC}}}{element}").text = xml_text(value)
+    return record
+
+
+def oai_dc(item: Item) -> str:
+    """The item's metadata as an OAI Dublin Core record (built with ElementTree)."""
+    record = oai_dc_element(item)
     ElementTree.indent(record)
     body = ElementTree.tostring(record, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
@@ -198,16 +287,13 @@ def oai_dc(item: Item) -> str:
 def metadata_page(item: Item, views: ArchiveViews) -> str:
     title = next(iter(item.dc.get("title", ())), item.ibi.key)
     rows = "".join(
-        f"<tr><th>{element}</th><td>{'<br>'.join(map(html.escape, item.dc[element]))}</td></tr>"
+        f'<tr><th scope="row">{element}</th><td>{"<br>".join(map(_e, item.dc[element]))}</td></tr>'
         for element in DC_ELEMENTS
         if item.dc.get(element)
     )
-    forms = "".join(
-        f"<tr><th>IBI</th><td><code>{html.escape(x)}</code></td></tr>" for x in item.ibi.labels
+    record = _e(views.metadata_url(item, "oai_dc"))
+    content = (
+        f'<table id="metadata"><tbody>{rows}</tbody></table>'
+        f'<p><a id="oai-dc-link" href="{record}">OAI Dublin Core (XML)</a></p>'
     )
-    link = html.escape(views.metadata_url(item, "oai_dc"))
-    return _page(
-        f"Metadata: {title}",
-        f"<h1>{html.escape(title)}</h1><table>{forms}{rows}</table>"
-        f'<p><a href="{link}">OAI Dublin Core (XML)</a></p>',
-    )
+    return _item_page(f"Metadata: {title}", item, views, METADATA, content)

@@ -92,7 +92,7 @@ class Runtime:
         identity = ArchiveIdentity(
             address=base.split("://", 1)[1], service=service, platform=self.settings.platform
         )
-        views = ArchiveViews(base, self.settings.join_resolver_url)
+        views = ArchiveViews(base, self.settings.join_resolver_url or self.settings.resolver_url)
         content = ContentService(
             self.service,
             views=views,

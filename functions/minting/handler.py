@@ -1,4 +1,5 @@
-"""The minting Lambda: ``POST /mint``, ``GET /mints``, ``GET /subsystems`` (HTTP API, v2 events).
+"""The minting Lambda: ``POST /mint``, ``GET /mints``, ``GET /subsystems`` (HTTP API, v2 events),
+and ``GET /openapi.json`` (its OpenAPI document, public).
 
 Routes parse, make one service call and answer; the runtime comes from :mod:`wiring`.
 """
@@ -15,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.minting import wiring
 from functions.minting.service import InvalidMintRequest, MintingError, MintRequest, record_answer
-from functions.shared import edge
+from functions.shared import edge, openapi
 from functions.shared.edge import error_response, json_response
 from ibi.core.dates import format_date, parse_date
 from ibi.core.errors import InvalidInput
@@ -24,7 +25,12 @@ logger = Logger(service="minting")
 metrics = Metrics(namespace="ibi", service="minting")
 app = APIGatewayHttpResolver()
 
-ROUTES = {"/mint": ("POST",), "/mints": ("GET",), "/subsystems": ("GET",)}
+ROUTES = {
+    "/mint": ("POST",),
+    "/mints": ("GET",),
+    "/subsystems": ("GET",),
+    "/openapi.json": ("GET",),
+}
 MAX_LIST_LIMIT = 100
 BODY_HINT = 'send e.g. {"subsystem": "default", "count": 1}'
 
@@ -93,6 +99,11 @@ def list_subsystems() -> Response[str]:
             "subsystems": [s.to_mapping() for s in service.subsystems.values()],
         },
     )
+
+
+@app.get("/openapi.json")
+def openapi_document() -> Response[str]:
+    return json_response(200, openapi.document("minting", edge.public_base(app.current_event)))
 
 
 @app.exception_handler(MintingError)  # type: ignore[untyped-decorator]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -182,8 +183,93 @@ class MintResult:
 # ---------------------------------------------------------------------------- the service
 
 
+@dataclass(slots=True)
+class MintStats:
+    """What this execution environment did, for benchmarks and metrics."""
+
+    requests: int = 0
+    state_writes: int = 0  # conditional writes sent, lost ones included
+    conflicts: int = 0
+    blocks: int = 0  # conditional writes won
+    waited_seconds: float = 0.0  # in Algorithm 4's WAIT and in back-off
+
+
+BLOCK_REQUESTS = 8  # a block is sized for this many of the environment's recent requests
+
+
+@dataclass(slots=True)
+class _Block:
+    """One subsystem's block in this execution environment: the dates in (``last``, ``high``].
+
+    ``high`` is the state this environment last wrote (or read, or lost to: then the block is
+    empty, ``last == high``); ``last`` the last date it handed out. Other environments claim
+    only dates after the state, so every date in the block is this environment's alone.
+    """
+
+    loaded: bool = False
+    last: Decimal | None = None
+    high: Decimal | None = None
+    unwritten: int = 0  # IBIs handed out from the block since the state write
+    contended: bool = False  # a write was lost: read the state before the next one
+    arrival: Decimal | None = None
+    waited: Decimal = Decimal(0)
+    gap: Decimal | None = None  # recent time between requests, waits left out
+
+    def start_from(self, state: Decimal | None) -> None:
+        """An empty block at the subsystem's state."""
+        self.loaded, self.last, self.high = True, state, state
+
+    def forget(self) -> None:
+        self.loaded, self.last, self.high = False, None, None
+
+    def claimed(self, last: Decimal, high: Decimal) -> None:
+        self.last, self.high, self.unwritten = last, high, 0
+
+    def owns(self, creation_date: Decimal) -> bool:
+        """Whether a label created at ``creation_date`` can come from the block.
+
+        Its creation date, not only its date, must be in the block: then no other environment
+        can have answered a later date before this request began (its date would be at most
+        the request date, which is at most ``high``, and theirs are all after ``high``).
+        """
+        return self.high is not None and creation_date <= self.high
+
+    def window(self, now: Decimal, most: Decimal) -> Decimal:
+        """How far past a request's date to claim: room for the next BLOCK_REQUESTS requests.
+
+        Measured on this environment's recent pace (waits left out), at most ``most``; 0, a
+        block of one request, when they come too seldom for two to share ``most`` seconds.
+        """
+        if self.arrival is not None:
+            gap = max(now - self.arrival - self.waited, Decimal(0))
+            self.gap = gap if self.gap is None else (3 * self.gap + gap) / 4
+        self.arrival, self.waited = now, Decimal(0)
+        if most <= 0 or self.gap is None:
+            return Decimal(0)
+        return min(BLOCK_REQUESTS * self.gap, most) if self.gap < most else Decimal(0)
+
+
+def _block_end(
+    subsystem: Subsystem, distributions: list[Distribution], window: Decimal, known: Decimal | None
+) -> Decimal:
+    """The state a new block writes: its last date plus ``window`` (on the r grid).
+
+    With no window that is Algorithm 4's own ``last-date-for-suffix``. Always past ``known``,
+    the state it replaces: a shortest date may fall back inside the environment's old block.
+    """
+    r = subsystem.granularity.value
+    end = distributions[-1].date_for_suffix + r * (window // r)
+    if known is not None and end <= known:
+        return distributions[-1].creation_date  # past ``known``: else the block would be owned
+    return end
+
+
 class MintingService:
-    """Runs Algorithm 4 against the state in the store, one conditional write per request."""
+    """Runs Algorithm 4 against the state in the store by blocks of dates.
+
+    Each execution environment claims a block with one conditional write on the subsystem's
+    state and hands its dates out, as their time comes, with no further state write.
+    """
 
     def __init__(
         self,
@@ -198,6 +284,7 @@ class MintingService:
         idempotency_ttl_seconds: int = IDEMPOTENCY_TTL_SECONDS,
         on_conflict: Callable[[], None] | None = None,
         rng: random.Random | None = None,
+        block_seconds: Decimal = Decimal(0),
     ) -> None:
         self.store = store
         self.subsystems = dict(subsystems)
@@ -209,6 +296,10 @@ class MintingService:
         self._ttl = idempotency_ttl_seconds
         self._on_conflict = on_conflict or (lambda: None)
         self._rng = rng or random.SystemRandom()
+        self._block_seconds = block_seconds
+        self._blocks: dict[str, _Block] = {}
+        self._lock = threading.Lock()  # one block per subsystem, shared by this process's threads
+        self.stats = MintStats()
 
     def subsystem(self, name: str | None) -> Subsystem:
         chosen = self.default_subsystem if name is None else name
@@ -248,7 +339,7 @@ class MintingService:
             noted.append(first_date)
 
         try:
-            answer = self._mint(subsystem, request, on_state_written=note)
+            answer = self._mint(subsystem, request, on_dates_chosen=note)
         except BaseException:
             self._give_back(key_id, subsystem.name, noted, request)
             raise
@@ -287,48 +378,100 @@ class MintingService:
         subsystem: Subsystem,
         request: MintRequest,
         *,
-        on_state_written: Callable[[Decimal], None] | None = None,
+        on_dates_chosen: Callable[[Decimal], None] | None = None,
     ) -> dict[str, Any]:
+        with self._lock:
+            self.stats.requests += 1
+            previous, distributions, now = self._choose(subsystem, request.count)
+        dates = tuple(d.date_for_suffix for d in distributions)
+        if on_dates_chosen is not None:  # before the record: see _settle
+            on_dates_chosen(dates[0])
+        record = MintRecord(
+            subsystem=subsystem.name,
+            rep_prefix=subsystem.rep_prefix,
+            ibip_prefix=subsystem.ibip_prefix,
+            dates=dates,
+            previous_date=previous,
+            requester=request.requester,
+            request_id=request.request_id,
+            recorded_at=now,
+            idempotency_key=request.idempotency_key,
+        )
         with store_unavailable():
-            previous = self.store.last_date(subsystem.name)
+            self.store.put_record(record)
+        self._wait_until(distributions[-1].creation_date, self._blocks[subsystem.name])
+        return {
+            "subsystem": subsystem.name,
+            "ibis": [ibi_answer(subsystem, date) for date in dates],
+        }
+
+    def _choose(
+        self, subsystem: Subsystem, count: int
+    ) -> tuple[Decimal | None, list[Distribution], Decimal]:
+        """The dates for one request: from this environment's block, else from a new block.
+
+        Answers the date Algorithm 4 continued from (the record's ``previous_date``), the
+        distributions and the request date.
+        """
+        block = self._blocks.setdefault(subsystem.name, _Block())
+        now = self._clock()
+        window = block.window(now, self._block_seconds)
+        if not block.loaded:
+            with store_unavailable():
+                block.start_from(self.store.last_date(subsystem.name))
+        distributions = self._reserve(subsystem, block.last, now, count)
+        if block.owns(distributions[-1].creation_date):  # no state write: the block holds them
+            previous, block.last = block.last, distributions[-1].date_for_suffix
+            block.unwritten += count
+            return previous, distributions, now
+        return self._claim(subsystem, block, count, window)
+
+    def _claim(
+        self, subsystem: Subsystem, block: _Block, count: int, window: Decimal
+    ) -> tuple[Decimal | None, list[Distribution], Decimal]:
+        """One conditional write: the state from ``block.high`` to a new block's end.
+
+        A lost write names the winner's date: the next attempt starts after it at once; only
+        repeated losses back off. Never a date already handed out: the dates are computed from
+        this environment's last date while it still owns the state, else from the winner's.
+        """
+        base, known = block.last, block.high
+        if block.contended or not window:  # others may write: read the state (not a write)
+            with store_unavailable():
+                newest = self.store.last_date(subsystem.name)
+            if newest != known:
+                base = known = newest
+            else:  # nobody wrote since this environment did: the contention is over
+                block.contended = False
         for attempt in range(self._max_attempts):
             now = self._clock()
-            distributions = self._reserve(subsystem, previous, now, request.count)
-            dates = tuple(d.date_for_suffix for d in distributions)
+            distributions = self._reserve(subsystem, base, now, count)
+            high = _block_end(subsystem, distributions, window, known)
+            self.stats.state_writes += 1
             try:
                 with store_unavailable():
                     self.store.advance(
                         StateWrite(
                             subsystem.name,
-                            previous,
-                            dates[-1],
+                            known,
+                            high,
                             str(subsystem.granularity),
-                            len(dates),
+                            count + block.unwritten,
                         )
                     )
             except StateConflict as conflict:
-                previous = self._after_conflict(subsystem, attempt, conflict)
+                waited = self.stats.waited_seconds
+                base = known = self._after_conflict(subsystem, attempt, conflict)
+                block.waited += Decimal(str(self.stats.waited_seconds - waited))
+                block.start_from(known)  # this environment owns nothing until it writes again
+                block.contended = True
                 continue
-            if on_state_written is not None:  # before the record: see _settle
-                on_state_written(dates[0])
-            record = MintRecord(
-                subsystem=subsystem.name,
-                rep_prefix=subsystem.rep_prefix,
-                ibip_prefix=subsystem.ibip_prefix,
-                dates=dates,
-                previous_date=previous,
-                requester=request.requester,
-                request_id=request.request_id,
-                recorded_at=now,
-                idempotency_key=request.idempotency_key,
-            )
-            with store_unavailable():
-                self.store.put_record(record)
-            self._wait_until(distributions[-1].creation_date)
-            return {
-                "subsystem": subsystem.name,
-                "ibis": [ibi_answer(subsystem, date) for date in dates],
-            }
+            except StoreUnavailable:
+                block.forget()  # the write may have won or not: read the state next time
+                raise
+            block.claimed(distributions[-1].date_for_suffix, high)
+            self.stats.blocks += 1
+            return base, distributions, now
         raise Contention(
             f"subsystem {subsystem.name!r} is busy ({self._max_attempts} conflicting writes); "
             "retry, or spread the load over several subsystems"
@@ -353,18 +496,25 @@ class MintingService:
         self, subsystem: Subsystem, attempt: int, conflict: StateConflict
     ) -> Decimal | None:
         """The date to retry from after a lost write."""
+        self.stats.conflicts += 1
         self._on_conflict()
         if attempt == 0:  # the winner's date was just written: retry with it at once
             return conflict.current
         # Still contended: back off (full jitter), then read the newest date.
-        self._sleep(self._rng.uniform(0, min(0.1, 0.002 * 2**attempt)))
+        pause = self._rng.uniform(0, min(0.1, 0.002 * 2**attempt))
+        self.stats.waited_seconds += pause
+        self._sleep(pause)
         with store_unavailable():
             return self.store.last_date(subsystem.name)
 
-    def _wait_until(self, creation_date: Decimal) -> None:
+    def _wait_until(self, creation_date: Decimal, block: _Block) -> None:
         """Algorithm 4, line 7: no label is issued before its creation date."""
+        started = self._clock()
         while (remaining := creation_date - self._clock()) > 0:
             self._sleep(float(remaining))
+        waited = self._clock() - started
+        block.waited += waited
+        self.stats.waited_seconds += float(waited)
 
     def records(
         self, subsystem_name: str | None, *, after: Decimal | None, limit: int

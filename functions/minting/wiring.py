@@ -56,6 +56,7 @@ def build(
         clock=clock,
         sleep=time.sleep,
         max_wait=settings.max_wait,
+        block_seconds=settings.block_seconds,
         idempotency_ttl_seconds=settings.idempotency_ttl_seconds,
         on_conflict=on_conflict,
     )

@@ -2,7 +2,8 @@
 
 ``GET /<ibi>[modifier][/path][?query]`` resolves; ``GET /<resolver service IBI>?servicesubject=``
 switches Archives on and off; ``/`` is the landing page, ``/inspect`` decodes an IBI,
-``/status`` lists the Archives; ``/admin/archives`` (IAM-authorized in AWS) registers them.
+``/status`` lists the Archives, ``/openapi.json`` documents the administration;
+``/admin/archives`` (IAM-authorized in AWS) registers them.
 Each route parses, makes one call to a service of the runtime (``wiring.py``), and answers.
 """
 
@@ -23,12 +24,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.resolver import negotiation, pages, wiring
 from functions.resolver.registry import RegistryError
 from functions.resolver.resolving import Lookup, Redirect
+from functions.shared import openapi
 from functions.shared.edge import (
     error_response,
     html_response,
     json_body,
     json_response,
     make_handler,
+    method_not_allowed,
     public_base,
     redirect,
     text_response,
@@ -107,7 +110,9 @@ def _now_iso() -> str:
 def landing() -> Response[str]:
     settings = wiring.runtime().settings
     page = pages.landing_page(
-        resolver_name=settings.name, service_ibi=settings.service_ibi, examples=EXAMPLES
+        resolver_name=settings.name,
+        service_ibi=settings.service_ibi,
+        examples=settings.examples or EXAMPLES,
     )
     return _page(200, page)
 
@@ -201,6 +206,12 @@ def register() -> Response[str]:
 def list_archives() -> Response[str]:
     archives = wiring.runtime().registration.archives()
     return json_response(200, {"archives": [a.public() for a in archives]})
+
+
+@app.get("/openapi.json")
+def openapi_document() -> Response[str]:
+    """Public: the administration API's OpenAPI document."""
+    return json_response(200, openapi.document("resolver", public_base(app.current_event)))
 
 
 # ---------------------------------------------------------------------------- the protocol
@@ -303,6 +314,10 @@ def switch(query: str) -> Response[str]:
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
+    if app.current_event.path.startswith("/admin/"):  # JSON callers
+        return method_not_allowed(app) or error_response(
+            404, "NotFound", f"no route {app.current_event.path}"
+        )
     return alert(404, "Not found", f"No page {app.current_event.path[:200]}.")
 
 

@@ -2,31 +2,19 @@
 
 Pure functions returning documents. Everything user-supplied is HTML-escaped. The pages load
 nothing from elsewhere and run under a strict Content-Security-Policy: the one inline script
-is allowed by its SHA-256 hash, never by ``'unsafe-inline'``.
+is allowed by its SHA-256 hash, never by ``'unsafe-inline'``. Their stylesheet and skeleton are
+the ones an Archive's pages share (``functions/shared/look.py``).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_STYLE = """
-:root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--accent:#0b5cad}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--accent:#58a6ff}}
-body{font:16px/1.5 system-ui,sans-serif;color:var(--fg);max-width:46rem;margin:2rem auto;padding:0 1rem}
-h1{font-size:1.6rem;margin:.2rem 0 1rem}h2{font-size:1.15rem;margin-top:2rem}
-form{display:flex;gap:.5rem;flex-wrap:wrap}label{width:100%;color:var(--muted)}
-input[type=text]{flex:1;min-width:16rem;padding:.45rem .6rem;font:inherit;font-family:ui-monospace,monospace;border:1px solid var(--line);border-radius:6px;background:transparent;color:inherit}
-button{padding:.45rem .9rem;font:inherit;border:1px solid var(--accent);border-radius:6px;background:var(--accent);color:#fff;cursor:pointer}
-code,dd{font-family:ui-monospace,monospace}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{color:var(--muted)}
-table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem .5rem;border-bottom:1px solid var(--line)}
-.error{color:#c62828}.muted{color:var(--muted)}a{color:var(--accent)}
-.wrap,dd,td{overflow-wrap:anywhere;min-width:0}.ok{color:#1a7f37}section{border-top:1px solid var(--line);margin-top:1.2rem}
-"""
+from functions.shared import look
 
 _SCRIPT = """
 document.getElementById('resolve').addEventListener('submit', function (event) {
@@ -82,20 +70,15 @@ document.getElementById('inspect').addEventListener('submit', function (event) {
 """
 
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
-_STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; "
     f"script-src 'sha256-{_SCRIPT_HASH}'; "
-    f"style-src 'sha256-{_STYLE_HASH}'; "
+    f"{look.STYLE_SOURCE}; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; "
     "img-src 'self'"
 )
-PAGE_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+PAGE_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, **look.COMMON_HEADERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,19 +92,11 @@ class ArchiveStatus:
     last_outcome: str | None
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+_e = look.escape
 
 
 def _document(title: str, body: str, *, script: bool = False) -> str:
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="referrer" content="no-referrer"><title>{_e(title)}</title>'
-        f"<style>{_STYLE}</style></head><body>{body}"
-        + (f"<script>{_SCRIPT}</script>" if script else "")
-        + "</body></html>\n"
-    )
+    return look.document(title, body, script=_SCRIPT if script else None)
 
 
 def landing_page(*, resolver_name: str, service_ibi: str, examples: Sequence[str]) -> str:

@@ -44,6 +44,9 @@ class ResolverSettings:
     # there), else a directory (``ibi local``), else a temporary one (tests).
     ack_queue_url: str | None = None
     ack_queue_dir: str | None = None
+    # The landing page's example persistent URLs (IBI_EXAMPLES, comma-separated): ``ibi local``
+    # gives its demo items; empty: the spec's examples (handler.EXAMPLES).
+    examples: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ResolverSettings:
@@ -82,6 +85,11 @@ class ResolverSettings:
                 name=env.get("IBI_RESOLVER_NAME", "IBI resolver"),
                 ack_queue_url=env.get("IBI_ACK_QUEUE_URL") or None,
                 ack_queue_dir=env.get("IBI_ACK_QUEUE_DIR") or None,
+                examples=tuple(
+                    e.strip().lstrip("/")
+                    for e in env.get("IBI_EXAMPLES", "").split(",")
+                    if e.strip()
+                ),
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid resolver configuration: {error}") from error

@@ -58,6 +58,20 @@ def error_response(status: int, code: str, message: str, **headers: str) -> Resp
     return json_response(status, {"error": {"code": code, "message": message}}, headers)
 
 
+def method_not_allowed(app: APIGatewayHttpResolver) -> Response[str] | None:
+    """A 405 naming the methods served on the request's path (``Allow``), if it has any route."""
+    path, method = app.current_event.path, app.current_event.http_method
+    allowed = sorted({route.method for route in app._static_routes if route.path == path})
+    if not allowed:
+        return None
+    return error_response(
+        405,
+        "MethodNotAllowed",
+        f"{method} is not allowed on {path}; use {', '.join(allowed)}",
+        Allow=", ".join(allowed),
+    )
+
+
 def servable(text: str) -> str:
     """``text`` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
     return LONE_SURROGATE.sub("\ufffd", text)

@@ -14,9 +14,12 @@ a dead one (see ``supervisor.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
+import shutil
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +87,71 @@ def prepare_data_dir(data_dir: Path) -> None:
 
 
 LOCK_FILE = "ibi-local.lock"
+RUNNING_FILE = "running.json"  # the running federation's URLs (rotate_key)
+
+
+def new_registration_key() -> str:
+    import secrets
+
+    return f"{secrets.randbelow(10**12):012d}-{secrets.randbelow(10**12):012d}"
+
+
+def rotate_key(data_dir: Path, archive: str) -> str:
+    """Give ``archive`` a new registration key, kept in ``<data>/keys/`` for every later start.
+
+    While ``ibi local`` runs on ``data_dir``, the new key is registered at its resolver and the
+    Archive switched on again with it first (§4: the administrator re-keys, the Archive proves
+    it); the key file changes only then, so a failure leaves the old key working.
+    """
+    path = data_dir / "keys" / f"{archive}.key"
+    if not path.exists():
+        known = sorted(p.stem for p in (data_dir / "keys").glob("*.key"))
+        raise ValueError(f"no Archive {archive!r} in {data_dir} (its Archives: {known or 'none'})")
+    key = new_registration_key()
+    running = _running(data_dir)
+    if running is not None:
+        from ibi.client import ArchiveClient, ResolverClient, switch_archive
+
+        archive_url = running["archives"].get(archive)
+        if archive_url is None:
+            raise ValueError(f"{archive!r} is not running in this ibi local")
+        client = ArchiveClient(archive_url, sign=False)
+        service = client.service()["archiveserviceibi"]
+        ResolverClient(running["resolver"], sign=False).register(
+            service.get("ibip") or service["rep"], key
+        )
+        answer = switch_archive(client, running["resolver"], key, on=True)
+        if "status.archive included" not in answer:
+            raise RuntimeError(f"{archive} was not switched on with its new key: {answer}")
+    write_private(path, key + "\n")
+    where = "registered at the running resolver" if running else "registered at the next start"
+    return f"{archive}: a new registration key in {path} ({where})"
+
+
+def ibi_command() -> str:
+    """How to run this ``ibi`` from here: ``ibi`` when the PATH finds this one (an activated
+    venv), else its path (``.venv/bin/ibi`` after ``make``)."""
+    here = Path(sys.executable).parent / "ibi"
+    found = shutil.which("ibi")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "ibi"
+    relative = os.path.relpath(here)
+    return relative if not relative.startswith("..") else str(here)
+
+
+def _running(data_dir: Path) -> dict[str, Any] | None:
+    """The URLs of the ``ibi local`` running on ``data_dir`` (None when none holds its lock)."""
+    try:
+        lock = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:  # held: it runs
+            running: dict[str, Any] = json.loads((data_dir / RUNNING_FILE).read_text())
+            return running
+        return None
 
 
 class DataDirInUseError(RuntimeError):
@@ -124,20 +192,31 @@ class LocalFederation:
             self.gateways.append(minting)
             for name, port in zip(self.archive_names, self.archive_ports, strict=True):
                 self.gateways.append(self._archive(name, port, minting.url))
-            self.gateways.append(self._resolver())
-            for gateway in self.gateways:
+            resolver = self._resolver()  # every port taken before any worker starts
+            self.gateways.append(resolver)
+            for gateway in self.gateways[:-1]:
                 gateway.start()
-            self._switch_archives_on()
-            if self.demo:
+            if self.demo:  # before the resolver starts: its landing page shows the demo's IBIs
                 from ibi_tools.local.demo import ensure_demo
 
                 archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports[:2])
                 self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)
+            resolver.start()
+            self._switch_archives_on()
         except BaseException:
             self.stop()
             raise
         self._supervisor = Supervisor(self._watched())
+        write_private(self.data_dir / RUNNING_FILE, json.dumps(self.endpoints()) + "\n")
         return self
+
+    def endpoints(self) -> dict[str, Any]:
+        """Where this federation answers (``running.json`` while it runs: ``rotate_key``)."""
+        archives = {
+            name: f"http://127.0.0.1:{port}"
+            for name, port in zip(self.archive_names, self.archive_ports, strict=True)
+        }
+        return {"resolver": self.resolver_url, "archives": archives}
 
     def _watched(self) -> list[Watched]:
         """The stores first, then the APIs (whose workers need the stores to start)."""
@@ -193,20 +272,21 @@ class LocalFederation:
         def handler() -> Any:  # in each worker process: its own client, its own runtime
             from functions.resolver.handler import lambda_handler
 
-            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+            # The landing page's examples: the demo's own items (a redirect each), seeded by
+            # the time the resolver's workers start.
+            examples = tuple(u.path.lstrip("/") for u in self.demo_urls if u.expect == 302)
+            local = dataclasses.replace(settings, examples=examples[:4])
+            wiring.install(wiring.build(local, dynamodb=dynalite.client()))
             return lambda_handler
 
         return LocalGateway("resolver", handler, self.resolver_port, workers=self.workers)
 
     def registration_key(self, archive: str) -> str:
         """The Archive's registration key, made on the first start (a file, 0600)."""
-        import secrets
-
         path = self.data_dir / "keys" / f"{archive}.key"
         if not path.exists():
             private_dir(path.parent)
-            key = f"{secrets.randbelow(10**12):012d}-{secrets.randbelow(10**12):012d}"
-            write_private(path, key + "\n")
+            write_private(path, new_registration_key() + "\n")
         path.chmod(0o600)  # one an older version made may be wider
         return path.read_text().strip()
 
@@ -269,6 +349,8 @@ class LocalFederation:
                 "IBI_ARCHIVE_TABLE": table,
                 "IBI_ARCHIVE_BUCKET": bucket,
                 "IBI_ARCHIVE_BASE_URL": f"http://127.0.0.1:{port}",
+                # its pages' and signposting's persistent URLs: at the local resolver
+                "IBI_RESOLVER_URL": self.resolver_url,
                 "IBI_MINT_ENDPOINT": mint_endpoint,
                 # its minting service's subsystems: the IBIs it takes originals for
                 "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
@@ -280,6 +362,8 @@ class LocalFederation:
                 "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # transfers to loopback Archives
                 # the urlkeys' HMAC key, shared by the workers (Secrets Manager in AWS)
                 "IBI_URLKEY_SECRET_FILE": str(self.data_dir / "keys" / f"{name}-urlkey"),
+                # OAI-PMH's page size: the default unless set (a small one in the e2e tests)
+                "IBI_OAI_PAGE_SIZE": os.environ.get("IBI_OAI_PAGE_SIZE", ""),
             }
         )
 
@@ -326,6 +410,7 @@ class LocalFederation:
             self._dynalite.stop()
             self._dynalite = None
         if self._lock is not None:
+            (self.data_dir / RUNNING_FILE).unlink(missing_ok=True)
             self._lock.close()  # releases the flock
             self._lock = None
         self._stopped.set()
@@ -368,12 +453,16 @@ class LocalFederation:
                 from ibi_tools.local.demo import citation_examples
 
                 lines += citation_examples(self.resolver_url, self.demo_urls)
+            ibi = ibi_command()
             lines += [
                 "",
+                f"Registration keys: {self.data_dir / 'keys'} (a new one: "
+                f"{ibi} local --data-dir {self.data_dir} --rotate-key archive-a)",
+                "",
                 "Try:",
-                f"  ibi deposit FILE --endpoint {archive} --resolver {self.resolver_url}",
-                f"  ibi mint --endpoint {mint} --count 3",
-                f"  ibi mints --endpoint {mint}",
+                f"  {ibi} deposit FILE --endpoint {archive} --resolver {self.resolver_url}",
+                f"  {ibi} mint --endpoint {mint} --count 3",
+                f"  {ibi} mints --endpoint {mint}",
                 f"  open {self.resolver_url}/ (landing page) and {self.resolver_url}/status",
             ]
         return "\n".join(lines)

@@ -296,3 +296,4 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+    do_TRACE = do_QUERY = _serve  # answered by the function, as API Gateway passes them on

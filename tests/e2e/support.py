@@ -56,6 +56,9 @@ class LocalRun:
                 raise AssertionError("ibi local exited:\n" + "".join(banner))
             banner.append(line)
             if line.startswith("Try:"):
+                while not line.startswith("  open "):  # the last of the lines to try
+                    line = self.process.stdout.readline()
+                    banner.append(line)
                 self.banner = banner
                 return self
         raise AssertionError("ibi local did not start:\n" + "".join(banner))

@@ -81,7 +81,7 @@ def test_deposit_resolve_acknowledge_restart(local: LocalRun, tmp_path: Path) ->
         url=quote(answer.word("url") or "", safe=""),
     )
     assert notice.words("notice") == ("acknowledgment", "received")
-    shown = cli("archive", "item", ibip, "--endpoint", archive)
+    shown = cli("archive", "item", ibip, "--endpoint", archive, "--json")
     assert json.loads(shown.stdout)["accesses"] == 1
 
     assert cli("archive", "verify", "--endpoint", archive).returncode == 0
@@ -101,7 +101,7 @@ def test_deposit_resolve_acknowledge_restart(local: LocalRun, tmp_path: Path) ->
     assert json.loads(get(f"{archive}/api/service")[2])["archiveserviceibi"] == service_before
     status, _, body = get(f"{archive}/col/{ibip}/report.pdf")
     assert status == 200 and body == b"%PDF-1.4 a report\n"
-    shown = json.loads(cli("archive", "item", ibip, "--endpoint", archive).stdout)
+    shown = json.loads(cli("archive", "item", ibip, "--endpoint", archive, "--json").stdout)
     assert shown["accesses"] == 1 and shown["state"] == "Original"
 
 
@@ -168,7 +168,7 @@ def test_transfer_an_original_to_the_other_archive(local: LocalRun, tmp_path: Pa
         cli("deposit", str(paper), "--language", "en", "--endpoint", sender, "--json").stdout
     )
     ibip = made["ibi"]["ibip"]
-    moved = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender)
+    moved = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender, "--json")
     assert moved.returncode == 0, moved.stderr
     answer = json.loads(moved.stdout)
     assert answer["here"]["state"] == "Copy" and answer["there"]["state"] == "Original"
@@ -209,7 +209,7 @@ def test_a_refused_transfer_leaves_the_original_where_it_was(
     )  # fmt: skip  # receiver holds a copy
     moved = cli("archive", "transfer", ibip, "--to", receiver, "--endpoint", sender)
     assert moved.returncode == 1 and "one item per IBI" in moved.stderr
-    shown = json.loads(cli("archive", "item", ibip, "--endpoint", sender).stdout)
+    shown = json.loads(cli("archive", "item", ibip, "--endpoint", sender, "--json").stdout)
     assert shown["state"] == "Original" and shown["transferable"] is True
 
 
@@ -258,6 +258,7 @@ def test_published_bytes_never_change_silently_in_local_mode(
         "a typo",
         "--endpoint",
         local.archives[0],
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     [revision] = json.loads(done.stdout)["history"]

@@ -41,7 +41,7 @@ def printed_urls(run: LocalRun) -> list[tuple[int, str]]:
 
 
 def accesses(archive: str, ibi: str) -> int:
-    done = cli("archive", "item", ibi, "--endpoint", archive)
+    done = cli("archive", "item", ibi, "--endpoint", archive, "--json")
     count: int = json.loads(done.stdout)["accesses"]
     return count
 

@@ -73,7 +73,9 @@ def test_a_harvester_finds_the_persistent_url_metadata_and_files_from_headers_al
     status, location = fetch(report)
     assert status == 302 and location is not None
     signposts = find_signposting_http(location)  # the Archive's file, as a crawler reaches it
-    assert str(signposts.citeAs.target) == f"http://urlib.net/{label}"
+    assert (
+        str(signposts.citeAs.target) == f"{demo.resolver}/{label}"
+    )  # the local resolver, where it is registered
     described = {str(s.type): str(s.target) for s in signposts.describedBy}
     assert set(described) == {"text/html", "application/xml"}
     record = urllib.request.urlopen(described["application/xml"], timeout=30).read()
@@ -84,7 +86,9 @@ def test_a_harvester_finds_the_persistent_url_metadata_and_files_from_headers_al
     for item in items:
         assert fetch(item)[0] == 200
     resolver = find_signposting_http(report)  # follows the 302: the Archive's headers again
-    assert str(resolver.citeAs.target) == f"http://urlib.net/{label}"
+    assert (
+        str(resolver.citeAs.target) == f"{demo.resolver}/{label}"
+    )  # the local resolver, where it is registered
 
 
 def test_the_resolvers_302_signposts_cite_as_and_every_metadata_type(demo: LocalRun) -> None:
@@ -115,7 +119,9 @@ def test_an_item_with_many_files_signposts_its_linkset(demo: LocalRun) -> None:
     assert not signposts.items
     (linkset,) = signposts.linksets
     found = find_signposting_linkset(str(linkset.target)).for_context(file_list)
-    assert str(found.citeAs.target) == f"http://urlib.net/{label}"
+    assert (
+        str(found.citeAs.target) == f"{demo.resolver}/{label}"
+    )  # the local resolver, where it is registered
     assert str(found.license.target) == LICENSE
     items = sorted(str(s.target) for s in found.items)
     assert items == [f"{demo.archives[0]}/col/{label}/{path}" for path, _, _ in files]

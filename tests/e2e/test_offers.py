@@ -33,7 +33,7 @@ def test_offer_and_accept_move_an_original(local: LocalRun, tmp_path: Path) -> N
     assert offer.startswith("ibioffer1.")
     # The offer on stdin, as it would come from a file or a message.
     accepted = subprocess.run(
-        [*IBI, "archive", "accept", "-", "--endpoint", receiver],
+        [*IBI, "archive", "accept", "-", "--endpoint", receiver, "--json"],
         input=offer,
         check=False,
         capture_output=True,
@@ -47,7 +47,7 @@ def test_offer_and_accept_move_an_original(local: LocalRun, tmp_path: Path) -> N
         f["path"]: f["sha256"] for f in made["files"]
     }
     assert there["files"][1]["size"] == 5 * 1024 * 1024
-    here = json.loads(cli("archive", "item", ibip, "--endpoint", sender).stdout)
+    here = json.loads(cli("archive", "item", ibip, "--endpoint", sender, "--json").stdout)
     assert here["state"] == "Copy"
     again = cli("archive", "accept", offer, "--endpoint", receiver)
     assert again.returncode == 1 and "held here already" in again.stderr

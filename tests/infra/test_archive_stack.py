@@ -52,6 +52,7 @@ DEPOSIT_ROUTE_KEYS = {
     "POST /api/transfers/accept",
 }
 CONFIRM_ROUTE_KEY = "POST /transfers/confirm"  # public: an offer's HMAC authorizes it
+OAI_ROUTE_KEY = "POST /oai"  # public: OAI-PMH's form-body requests (GET is the catch-all's)
 PUBLIC_ROUTE_KEY = "GET /{proxy+}"
 PUBLIC_HEAD_ROUTE_KEY = "HEAD /{proxy+}"
 GUARD_ROUTE_KEY = "GET /api/{proxy+}"
@@ -329,6 +330,7 @@ def test_every_route_and_its_authorization(archive_synthesized: Archive) -> None
         PUBLIC_ROUTE_KEY: "NONE",
         PUBLIC_HEAD_ROUTE_KEY: "NONE",
         CONFIRM_ROUTE_KEY: "NONE",
+        OAI_ROUTE_KEY: "NONE",
         GUARD_ROUTE_KEY: "AWS_IAM",
         HEAD_GUARD_ROUTE_KEY: "AWS_IAM",
         **dict.fromkeys(DEPOSIT_ROUTE_KEYS, "AWS_IAM"),
@@ -344,11 +346,12 @@ def test_the_lambdas_deposit_routes_are_exactly_the_iam_routes() -> None:
         DEPOSIT_ROUTE_KEYS
     )
     # Everything else is read-only, reached through the public GET and HEAD catch-alls, but the
-    # public confirmation of a signed offer, declared as its own route.
+    # public confirmation of a signed offer and OAI-PMH's form-body requests, declared as routes.
     others = {(method, path) for method, path in served if not path.startswith("/api/")}
     assert {method for method, _ in others} == {"GET", "HEAD", "POST"}
     assert {f"{method} {path}" for method, path in others if method == "POST"} == {
-        CONFIRM_ROUTE_KEY
+        CONFIRM_ROUTE_KEY,
+        OAI_ROUTE_KEY,
     }
 
 
@@ -431,7 +434,7 @@ def test_the_stack_holds_an_archive_and_its_own_minting_service(
         if route["Properties"]["ApiId"]
         == {"Ref": archive_synthesized.logical_id(archive_synthesized.stack.minting.api)}
     }
-    assert minting_routes == {"POST /mint", "GET /mints", "GET /subsystems"}
+    assert minting_routes == {"POST /mint", "GET /mints", "GET /subsystems", "GET /openapi.json"}
 
 
 def test_outputs(archive_synthesized: Archive) -> None:

@@ -52,9 +52,11 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-APIG4",  # the Archive's public GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",  # and its public POST /transfers/confirm (a signed offer)
+        "AwsSolutions-APIG4",  # and its public POST /oai (OAI-PMH harvesting, issue 15)
         "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",
+        "AwsSolutions-APIG4",  # the minting API's public GET /openapi.json
         "AwsSolutions-IAM5[Resource::*]",  # X-Ray: the minting, Archive, resolver functions
         "AwsSolutions-IAM5[Resource::*]",
         "AwsSolutions-IAM5[Resource::*]",
@@ -71,7 +73,11 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-SMG4",  # the Archive's urlkey secret: rotated by hand, AWSPREVIOUS kept
         "AwsSolutions-SMG4",  # the resolver's pepper: rotating it would void every key
     ],
-    "minting-only": ["AwsSolutions-IAM5[Resource::*]", "AwsSolutions-L1"],
+    "minting-only": [
+        "AwsSolutions-APIG4",  # GET /openapi.json
+        "AwsSolutions-IAM5[Resource::*]",
+        "AwsSolutions-L1",
+    ],
 }
 # With every option on the stacks are pinned to eu-west-1 (ibi:region, which the resolver's
 # custom domain needs): the findings name the region, and CDK writes the CI role's partition.
@@ -112,6 +118,10 @@ APPS = {
 def deployment(request: pytest.FixtureRequest) -> tuple[str, App, Path]:
     app, outdir = request.getfixturevalue(APPS[request.param])
     return request.param, app, outdir
+
+
+# The minting API's public GET /openapi.json: in the Archive's stack, or a stack of its own.
+MINTING_OPENAPI = "Minting/Api/GET--openapi.json/Resource"
 
 
 def _acknowledgments(app: App) -> Iterator[tuple[str, str, str]]:
@@ -182,12 +192,14 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
             "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
             "IbiArchive/Archive/Api/HEAD--{proxy+}/Resource",
             "IbiArchive/Archive/Api/POST--transfers--confirm/Resource",
+            "IbiArchive/Archive/Api/POST--oai/Resource",
             "IbiResolver/Resolver/Api/GET--/Resource",
             "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
             "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
+            f"IbiArchive/{MINTING_OPENAPI}",
         }
         if name in {"default", "everything"}
-        else set()
+        else {f"IbiMinting/{MINTING_OPENAPI}"}
     )
 
 

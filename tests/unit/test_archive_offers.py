@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from functions.archive.content import ContentService
-from functions.archive.errors import BadRequest, Conflict
+from functions.archive.errors import BadRequest, Conflict, Unprocessable
 from functions.archive.model import Forms, State
 from functions.archive.offers import (
     OfferExpired,
@@ -117,14 +117,17 @@ def test_offers_have_their_own_context_and_survive_a_rotation() -> None:
     keys.keys = [b"k3"]
     with pytest.raises(OfferRefused, match="signature"):
         OfferKeys(keys).verified(token)
-    for broken in ("", "ibioffer1.x", "other.a.b", 5):
-        with pytest.raises(BadRequest):
+    for broken in ("", "ibioffer1.x", "other.a.b", "ibioffer1.0.0"):  # no offer's shape: 422
+        with pytest.raises(Unprocessable):
             OfferKeys(keys).verified(broken)
+    with pytest.raises(BadRequest):  # not even a string: 400
+        OfferKeys(keys).verified(5)
 
 
 def test_only_a_transferable_original_is_offered_for_a_while() -> None:
     sender = Side(Keys(b"k"), seed=True)
-    for body in ({"leave": "burn"}, {"expires_in": 10}, {"expires_in": True}, {"to": "no"}):
+    bodies = ({"leave": "burn"}, {"leave": {}}, {"leave": []}, {"expires_in": 10}, {"to": "no"})
+    for body in (*bodies, {"expires_in": True}):
         with pytest.raises(BadRequest):
             make(sender, **body)
     with pytest.raises(BadRequest, match="another Archive"):

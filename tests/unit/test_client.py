@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import urllib.error
 import urllib.request
 from email.message import Message
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from ibi.client import (
     Answer,
+    ApiClient,
     ApiError,
     ArchiveClient,
+    LocalFile,
     MintingClient,
     Raw,
+    ResolverClient,
     RetryPolicy,
     aws_region_of,
     http_send,
@@ -143,7 +149,7 @@ def test_http_send_gives_error_answers_as_answers(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(urllib.request, "urlopen", not_found)
     raw = http_send("GET", "http://127.0.0.1:9/x", timeout=3)
     assert (raw.status, raw.content, raw.reason) == (400, b"400 unknown key", "Bad Request")
-    with pytest.raises(ApiError, match=r"^400 : 400 unknown key$") as caught:
+    with pytest.raises(ApiError, match=r"^400 Bad Request: 400 unknown key$") as caught:
         send_switch(
             "http://127.0.0.1:9",
             address="a",
@@ -154,3 +160,240 @@ def test_http_send_gives_error_answers_as_answers(monkeypatch: pytest.MonkeyPatc
             timeout=3,
         )
     assert caught.value.status == 400
+
+
+# ---------------------------------------------------------------------------- refusals, errors
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (502, {"error": {"code": "TransferRefused", "message": "nothing moved"}}),
+        (502, {"error": {"code": "TransferIncomplete", "message": "look where it is"}}),
+        (403, {"message": "Forbidden"}),
+        (400, {"error": {"code": "BadRequest", "message": "no"}}),
+        (404, {"error": {"code": "NotHeld", "message": "not here"}}),
+        (422, {"error": {"code": "FileMismatch", "message": "other bytes"}}),
+    ],
+)
+def test_a_deterministic_refusal_is_sent_once(status: int, body: dict[str, Any]) -> None:
+    server = Scripted((status, {}, body), (200, {}, {}))
+    with pytest.raises(ApiError) as caught:
+        ArchiveClient("http://127.0.0.1:8810", transport=server, sleep=_no_sleep).call(
+            "POST", "/api/item/transfer", {"to": "http://127.0.0.1:8820"}, ibi="x"
+        )
+    assert caught.value.status == status and len(server.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (502, {"message": "Internal server error"}),  # API Gateway's: the Lambda failed
+        (504, {"message": "Endpoint request timed out"}),
+        (503, {"error": {"code": "Unavailable", "message": "retry shortly"}}),
+        (408, None),
+        (429, {"message": "Too Many Requests"}),
+    ],
+)
+def test_a_gateway_failure_or_a_busy_answer_is_retried(status: int, body: Any) -> None:
+    server = Scripted((status, {}, body), (200, {}, {"ok": True}))
+    waits: list[float] = []
+    client = ArchiveClient("http://127.0.0.1:8810", transport=server, sleep=waits.append)
+    assert client.call("POST", "/api/verify", {}) == {"ok": True}
+    assert len(server.seen) == 2 and len(waits) == 1
+
+
+class Site:
+    """Three ibi services' answers by path, as their handlers give them (no socket)."""
+
+    RESOLVER_404 = (
+        b"<!doctype html><html><head><title>404</title><style>p{color:red}</style></head>"
+        b"<body><h1>Malformed persistent URL</h1><p>/mint: ibi: &#x27;mint&#x27; does not "
+        b'start with an IBI</p><p><a href="/">IBI resolver</a></p></body></html>'
+    )
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.urls: list[str] = []
+
+    def __call__(self, method: str, url: str, **_: Any) -> Raw:
+        self.urls.append(url)
+        path = urlsplit(url).path
+        html = {"content-type": "text/html; charset=utf-8"}
+        if self.service == "resolver":
+            if path == "/inspect":
+                return Raw(200, {}, json.dumps({"form": "ibip"}).encode())
+            return Raw(404, html, self.RESOLVER_404)
+        if self.service == "archive" and path == "/api/service":
+            return Raw(200, {}, json.dumps({"archiveserviceibi": {"ibip": "A/B"}}).encode())
+        if self.service == "minting" and path == "/subsystems":
+            return Raw(200, {}, json.dumps({"subsystems": []}).encode())
+        message = f"no route {path}"
+        return Raw(
+            404, {}, json.dumps({"error": {"code": "NotFound", "message": message}}).encode()
+        )
+
+
+@pytest.mark.parametrize(
+    ("service", "client_class", "call", "said"),
+    [
+        ("resolver", MintingClient, lambda c: c.mint(), "is the resolver, not the minting service"),
+        ("archive", MintingClient, lambda c: c.mint(), "is an Archive, not the minting service"),
+        ("resolver", ArchiveClient, lambda c: c.create({}), "is the resolver, not an Archive"),
+        ("minting", ArchiveClient, lambda c: c.item("x"), "is the minting service, not an Archive"),
+        ("archive", ResolverClient, lambda c: c.holdings("A/B"), "is an Archive, not the resolver"),
+        ("minting", ResolverClient, lambda c: c.archives(), "is the minting service, not the"),
+    ],
+)
+def test_an_endpoint_of_another_service_is_named(
+    service: str, client_class: type[ApiClient], call: Any, said: str
+) -> None:
+    site = Site(service)
+    client = client_class("http://127.0.0.1:9/", transport=site, sleep=_no_sleep)
+    with pytest.raises(ApiError) as caught:
+        call(client)
+    message = str(caught.value)
+    assert message.startswith("http://127.0.0.1:9 is ") and said in message
+    assert "<" not in message and "None" not in message
+    assert not any("//" in url.partition("://")[2] for url in site.urls)  # trailing slash
+
+
+def test_an_html_answer_is_read_as_text_never_dumped() -> None:
+    site = Site("resolver")
+    with pytest.raises(ApiError) as caught:  # the resolver's own client: no other service named
+        ResolverClient("http://127.0.0.1:9", transport=site, sleep=_no_sleep).archives()
+    message = str(caught.value)
+    assert message.startswith("404 Not Found: ") and "Malformed persistent URL" in message
+    assert "<" not in message and "color:red" not in message and "&#x27;" not in message
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (403, "status.archive refused\r\n", "403 Forbidden: status.archive refused"),
+        (
+            400,
+            "error {registrationkey: a key is 10%2B digits}\r\n",
+            "400 Bad Request: registrationkey: a key is 10+ digits",
+        ),
+        (403, {"error": {"code": None, "message": None}}, "403 Forbidden: Forbidden"),
+        (500, None, "500 Internal Server Error: no answer body"),
+    ],
+)
+def test_errors_have_a_code_or_a_reason_decoded_text_and_no_none(
+    status: int, body: Any, expected: str
+) -> None:
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    content = b"" if body is None else content
+
+    def answer(*_: Any, **__: Any) -> Raw:
+        return Raw(status, {}, content)
+
+    with pytest.raises(ApiError) as caught:
+        ArchiveClient("http://127.0.0.1:9", transport=answer, retries=0).call("GET", "/api/item")
+    assert str(caught.value) == expected
+
+
+def test_switch_refusals_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ibi.client
+
+    def refuse(*_: Any, **__: Any) -> Raw:
+        return Raw(400, {}, b"error {registrationkey: a key is 10%2B digits}\r\n")
+
+    monkeypatch.setattr(ibi.client, "http_send", refuse)
+    with pytest.raises(ApiError) as caught:
+        send_switch(
+            "http://127.0.0.1:9/",
+            address="a",
+            service_ibi="s",
+            base_url="http://127.0.0.1:1",
+            registration_key="k",
+            on=True,
+        )
+    assert str(caught.value) == "400 Bad Request: registrationkey: a key is 10+ digits"
+
+
+# ---------------------------------------------------------------------------- streamed uploads
+
+
+class Bucket:
+    """An Archive's upload routes and a presigned PUT target; keeps what each PUT was given."""
+
+    def __init__(self) -> None:
+        self.puts: list[dict[str, Any]] = []
+        self.declared: list[dict[str, Any]] = []
+
+    def __call__(self, method: str, url: str, *, data: Any = b"", **request: Any) -> Raw:
+        split = urlsplit(url)
+        if split.hostname == "s3.example":
+            blocks = []
+            while block := data.read(65536):
+                blocks.append(block)
+            self.puts.append(
+                {"data": data, "blocks": blocks, "headers": request["headers"], "path": split.path}
+            )
+            return Raw(200, {}, b"")
+        body = json.loads(data) if data else None
+        if split.path == "/api/item/uploads":
+            self.declared = body["files"]
+            uploads = [
+                {
+                    "path": f["path"],
+                    "method": "PUT",
+                    "url": f"http://s3.example/{f['path']}",
+                    "headers": {"Content-Type": f["content_type"]},
+                }
+                for f in body["files"]
+            ]
+            return Raw(200, {}, json.dumps({"uploads": uploads}).encode())
+        return Raw(200, {}, json.dumps({"ibi": {"ibip": "A/B"}, "files": body["files"]}).encode())
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def start(self, path: str, size: int) -> None:
+        self.events.append(("start", (path, size)))
+
+    def sent(self, count: int) -> None:
+        self.events.append(("sent", count))
+
+
+def test_a_local_file_is_streamed_never_read_whole(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    content = bytes(range(256)) * 12_288  # 3 MiB: three blocks of LocalFile.BLOCK
+    big.write_bytes(content)
+    bucket, seen = Bucket(), Seen()
+    client = ArchiveClient("http://127.0.0.1:9", transport=bucket)
+    client.upload_files(
+        "A/B", [("big.bin", LocalFile(big), "application/octet-stream")], progress=seen
+    )
+    (put,) = bucket.puts
+    assert not isinstance(put["data"], bytes | bytearray) and hasattr(put["data"], "read")
+    assert b"".join(put["blocks"]) == content and max(map(len, put["blocks"])) <= 65536
+    assert put["headers"]["Content-Length"] == str(len(content))
+    assert bucket.declared == [
+        {
+            "path": "big.bin",
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "size": len(content),
+            "content_type": "application/octet-stream",
+        }
+    ]
+    assert seen.events[0] == ("start", ("big.bin", len(content)))
+    assert sum(n for kind, n in seen.events if kind == "sent") == len(content)
+
+
+def test_bytes_are_still_uploaded_as_bytes() -> None:
+    class Bytes(Bucket):
+        def __call__(self, method: str, url: str, *, data: Any = b"", **request: Any) -> Raw:
+            if isinstance(data, bytes) and urlsplit(url).hostname == "s3.example":
+                data = io.BytesIO(data)
+            return super().__call__(method, url, data=data, **request)
+
+    bucket = Bytes()
+    ArchiveClient("http://127.0.0.1:9", transport=bucket).upload_files(
+        "A/B", [("a.txt", b"hello\n", "text/plain")]
+    )
+    assert bucket.puts[0]["blocks"] == [b"hello\n"]

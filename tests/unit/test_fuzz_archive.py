@@ -242,7 +242,8 @@ def test_a_file_of_exactly_5_gib_may_be_uploaded(archive: S3FileStore) -> None:
         pytest.param({"path": "a", "sha256": 7, "size": 1}, '"path" and "sha256" are strings'),
         pytest.param({"path": "a\ud800", "sha256": SHA, "size": 1}, "U+D800"),
         pytest.param({"path": "a\x85b", "sha256": SHA, "size": 1}, "U+0085"),
-        pytest.param({"path": "é" * 400, "sha256": SHA, "size": 1}, "at most 768 bytes"),
+        pytest.param({"path": "é" * 400, "sha256": SHA, "size": 1}, "at most 192 characters"),
+        pytest.param({"path": "a" * 193, "sha256": SHA, "size": 1}, "at most 192 characters"),
         pytest.param(
             {"path": "a", "sha256": SHA, "size": 1, "content_type": "text/html\r\nX-A: b"},
             '"content_type" must be a media type',
@@ -528,3 +529,20 @@ def test_a_minting_refusal_is_the_depositors_400_or_a_503(
     mint = wiring.mint_through("https://mint.example.org", None)
     with pytest.raises(refusal, match="minting service"):
         mint("nope", None)
+
+
+@pytest.mark.parametrize(
+    ("route", "extra"),
+    [
+        ("/api/item/uploads", {"default_file": "a.txt"}),  # takes "files" only
+        ("/api/item/uploads", {"x-unknown": 42}),
+        ("/api/item/files", {"reason": "r"}),  # takes "files" and "default_file"
+    ],
+)
+def test_a_files_body_with_a_field_it_does_not_take_is_refused(
+    archive: S3FileStore, route: str, extra: dict[str, object]
+) -> None:
+    """As the OpenAPI document says (additionalProperties: false; Schemathesis, issue 15)."""
+    body = {"files": [{"path": "a.txt", "sha256": SHA, "size": 1}], **extra}
+    answer = api("POST", route, f"ibi={ITEM}", body)
+    assert answer["statusCode"] == 400 and "unknown fields" in answer["body"], answer["body"]

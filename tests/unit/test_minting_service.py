@@ -18,6 +18,7 @@ from functions.minting.service import (
     UnknownSubsystem,
 )
 from functions.minting.store import MintRecord, StoreError
+from ibi.core.distributor import Granularity, TemporalDistributor
 from ibi.core.labels import parse_label
 from tests.fakes import FakeClock, MemoryMintStore
 
@@ -266,3 +267,114 @@ def test_records_list_in_date_order(service: MintingService) -> None:
     assert len(rest) == 2 and none is None
     dates = [d for r in records + rest for d in r.dates]
     assert dates == sorted(set(dates)) and len(dates) == 10
+
+
+# ---------------------------------------------------------------------------- blocks of dates
+
+
+def block_services(
+    store: MemoryMintStore, subsystems: dict[str, object], clock: FakeClock, n: int
+) -> list[MintingService]:
+    """``n`` execution environments sharing one store, each with its own block."""
+    return [
+        MintingService(
+            store,
+            subsystems,  # type: ignore[arg-type]
+            default_subsystem="default",
+            clock=clock,
+            sleep=clock.sleep,
+            block_seconds=Decimal("0.05"),
+        )
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("environments", [2, 3, 4])
+def test_environments_sharing_a_subsystem_rarely_write_and_never_repeat(
+    environments: int, store: MemoryMintStore, subsystems: dict[str, object], clock: FakeClock
+) -> None:
+    """Seeded bursts over 2-4 environments: each date once, none early, fewer writes."""
+    import random
+
+    rng = random.Random(environments)
+    services = block_services(store, subsystems, clock, environments)
+    answered: list[Decimal] = []
+    requests = 0
+    for _ in range(40):
+        service = rng.choice(services)
+        for _ in range(rng.randint(5, 15)):
+            clock.now += Decimal(rng.randint(1, 3)) / 1000
+            started = clock.now
+            dates = [Decimal(i["date"]) for i in service.mint(request()).answer["ibis"]]
+            requests += 1
+            assert all(date <= clock.now for date in dates)  # never issued before its date
+            assert all(date > prior for date in dates for prior in answered)  # after all earlier
+            assert started <= clock.now
+            answered += dates
+    assert len(set(answered)) == len(answered) == requests
+    assert store.state_writes / requests <= 0.5  # one write per request before blocks
+    assert sum(s.stats.state_writes for s in services) / requests <= 1.2
+    assert store.state["default"] >= answered[-1]
+    recorded = sorted(d for r in store.records for d in r.dates)
+    assert recorded == answered
+
+
+def test_a_request_from_the_block_writes_no_state_but_is_recorded(
+    store: MemoryMintStore, subsystems: dict[str, object], clock: FakeClock
+) -> None:
+    [service] = block_services(store, subsystems, clock, 1)
+    for _ in range(10):
+        clock.now += Decimal("0.002")
+        service.mint(request())
+    assert store.state_writes < 4 and len(store.records) == 10
+    assert service.stats.requests == 10 and service.stats.blocks == store.state_writes
+    for record in store.records:  # Algorithm 4 from previous_date at recorded_at gives the dates
+        again = TemporalDistributor(Granularity("0.001"), record.previous_date)
+        assert again.distribute(record.recorded_at).date_for_suffix == record.dates[0]
+
+
+def test_a_restarted_environment_leaves_a_gap_never_a_duplicate(
+    store: MemoryMintStore, subsystems: dict[str, object], clock: FakeClock
+) -> None:
+    first, restarted = block_services(store, subsystems, clock, 2)
+    before = []
+    for _ in range(5):
+        clock.now += Decimal("0.002")
+        before.append(Decimal(first.mint(request()).answer["ibis"][0]["date"]))
+    reserved = store.state["default"]
+    assert reserved > before[-1]  # the rest of the block is reserved, not handed out
+    after = Decimal(restarted.mint(request()).answer["ibis"][0]["date"])
+    assert after > reserved  # the lost block is a gap
+    later = Decimal(first.mint(request()).answer["ibis"][0]["date"])
+    assert later > after and len({*before, after, later}) == 7
+
+
+def test_a_lone_environment_with_no_block_matches_algorithm_4(
+    store: MemoryMintStore, clock: FakeClock, service: MintingService
+) -> None:
+    """block_seconds 0: the state is the last date-for-suffix itself, as Algorithm 4 keeps it."""
+    for _ in range(5):
+        clock.now += Decimal("0.0004")
+        date = Decimal(service.mint(request()).answer["ibis"][0]["date"])
+        assert store.state["default"] == date
+
+
+def test_a_key_replays_ibis_handed_out_from_a_block(
+    store: MemoryMintStore, subsystems: dict[str, object], clock: FakeClock
+) -> None:
+    """No state write, yet the dates are noted before the record: a lost answer replays."""
+    [service] = block_services(store, subsystems, clock, 1)
+    for _ in range(3):
+        clock.now += Decimal("0.002")
+        service.mint(request())
+    writes = store.state_writes
+    store.fail_on.add("complete")
+    clock.now += Decimal("0.002")
+    with pytest.raises(StoreUnavailable):
+        service.mint(request(idempotency_key="k"))
+    store.fail_on.clear()
+    assert store.state_writes == writes  # it came from the block
+    clock.now += 70
+    again = service.mint(request(idempotency_key="k"))
+    assert again.replayed
+    assert [Decimal(i["date"]) for i in again.answer["ibis"]] == list(store.records[-1].dates)

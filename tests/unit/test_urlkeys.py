@@ -173,12 +173,14 @@ def federation() -> MemoryFederation:
     return federation
 
 
-class Writes:
-    """Every write an Archive's protocol makes to its store."""
+class Calls:
+    """Every call of ``names`` an Archive's protocol makes to its store."""
+
+    names: tuple[str, ...] = ()
 
     def __init__(self, node: ArchiveNode) -> None:
         self.calls: list[str] = []
-        for name in ("spend_urlkey", "count_access", "create", "replace", "note_item"):
+        for name in self.names:
             real = getattr(node.store, name)
             setattr(node.store, name, self._counting(name, real))
 
@@ -188,6 +190,14 @@ class Writes:
             return real(*args, **kwargs)
 
         return call
+
+
+class Writes(Calls):
+    names = ("spend_urlkey", "count_access", "create", "replace", "note_item")
+
+
+class Reads(Calls):
+    names = ("get", "profile_and_item")
 
 
 def test_a_resolution_writes_nothing_at_any_archive(federation: MemoryFederation) -> None:
@@ -270,20 +280,51 @@ def test_a_forged_expired_or_misdirected_urlkey_counts_nothing_and_writes_nothin
     assert node.service.accesses(node.service.get(REPORT.ibip)) == 0
 
 
-def test_a_file_path_or_the_metadata_counts_on_the_item(federation: MemoryFederation) -> None:
-    a = federation["a"]
-    files = f"https://{a.address}/col/{REPORT.ibip}/"
-    metadata = f"https://{a.address}/metadata/{REPORT.ibip}"
-    for url, metric in (
-        (files + "sub/data.csv", "Acknowledgments"),
-        (metadata, "Acknowledgments"),
-        (files + "no/such.file", "AcknowledgmentsIgnored"),
+def test_a_file_path_or_the_file_list_counts_on_the_item(federation: MemoryFederation) -> None:
+    for persistent in (
+        f"/{REPORT.ibip}/sub/data.csv",
+        f"/{REPORT.ibip}?ibiurl.verblist=GetFileList",
     ):
-        answer = url_request(a.protocol, REPORT.rep)
-        urlkey = next(line for line in answer.splitlines() if line.startswith("urlkey "))[7:]
-        ack = {"urlkey": urlkey, "ibi": f"rep {REPORT.rep} ibip {REPORT.ibip}", "url": url}
-        assert a.protocol.acknowledge(ack).metric == metric
-    assert a.service.accesses(a.service.get(REPORT.ibip)) == 2
+        node, pairs = acknowledge(federation, persistent)
+        assert send(node, pairs) == NOTICE
+        assert node.protocol.acknowledge(dict(pairs)).metric == "AcknowledgmentsIgnored"  # spent
+    counts = [n.service.accesses(n.service.get(REPORT.ibip)) for n in federation.nodes.values()]
+    assert sum(counts) == 2
+
+
+def test_an_acknowledgment_of_a_plain_resolution_reads_nothing(
+    federation: MemoryFederation,
+) -> None:
+    """The urlkey of a one-URL answer is bound to that URL and its item: checking it is
+    computation, and counting it is the spend and the count, two writes, no read."""
+    node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
+    reads, writes = Reads(node), Writes(node)
+    assert send(node, pairs) == NOTICE
+    assert reads.calls == [] and writes.calls == ["spend_urlkey", "count_access"]
+    assert node.service.accesses(node.service.get(REPORT.ibip)) == 1
+
+
+def test_a_bound_urlkey_counts_only_the_url_it_was_issued_with(
+    federation: MemoryFederation,
+) -> None:
+    node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
+    files = f"https://{node.address}/col/{REPORT.ibip}/sub/data.csv"  # offered, but not then
+    assert node.protocol.acknowledge(dict(replaced(pairs, url=files))).metric == (
+        "AcknowledgmentsIgnored"
+    )
+    assert node.service.accesses(node.service.get(REPORT.ibip)) == 0
+    assert send(node, pairs) == NOTICE  # the URL it was given: counted
+    assert node.service.accesses(node.service.get(REPORT.ibip)) == 1
+
+
+def test_an_item_deleted_after_its_urlkey_was_issued_counts_nothing(
+    federation: MemoryFederation,
+) -> None:
+    node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
+    node.store.count_access(REPORT.ibip)  # one access before
+    node.service.delete(REPORT.ibip)
+    assert send(node, pairs) == NOTICE
+    assert node.store.access_count(REPORT.ibip) == 1
 
 
 # ---------------------------------------------------------------- configuration
@@ -357,3 +398,17 @@ def test_every_environment_signs_with_the_new_key_within_15_minutes() -> None:
     monotonic.now += 1
     assert UrlKeys(Keys(b"new")).check(keys.issue(NOW, SCOPE), NOW, SCOPE, 600) == NOW
     assert source.loads == 2
+
+
+def test_an_unbound_urlkey_is_checked_against_the_item_read(federation: MemoryFederation) -> None:
+    """A key issued with several URLs is bound to none: the item named is read, and the URL
+    must be one it offers now."""
+    node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
+    protocol = node.protocol
+    unbound = protocol._urlkeys.issue(protocol._clock(), protocol.identity.service.key)
+    reads = Reads(node)
+    elsewhere = replaced(pairs, urlkey=unbound, url="https://elsewhere.example.org/report.txt")
+    assert protocol.acknowledge(dict(elsewhere)).metric == "AcknowledgmentsIgnored"
+    assert protocol.acknowledge(dict(replaced(pairs, urlkey=unbound))).metric == "Acknowledgments"
+    assert reads.calls and set(reads.calls) == {"get"}
+    assert node.service.accesses(node.service.get(REPORT.ibip)) == 1
