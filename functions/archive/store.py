@@ -82,6 +82,10 @@ class DynamoItemStore:
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self._client = client
         self._table = table
+        # Languages (None: unspecified) this process has noted in the profile. The profile
+        # only grows, so a language noted once needs no write again (issue 14: a deposit in a
+        # language already noted makes one DynamoDB request fewer).
+        self._noted: set[str | None] = set()
 
     def _get(self, key: str) -> dict[str, Any] | None:
         try:
@@ -212,6 +216,8 @@ class DynamoItemStore:
                 self._delete_alias(alias, item.key)
 
     def _note_language(self, language: str | None) -> None:
+        if language in self._noted:
+            return
         values: dict[str, Any]
         if language is None:
             expression, values = "SET unspecified = :yes", {":yes": {"BOOL": True}}
@@ -226,6 +232,7 @@ class DynamoItemStore:
             )
         except AWS_ERRORS as error:
             raise _error(error, "noting a language") from error
+        self._noted.add(language)
 
     def note_item(self, item: Item) -> None:
         """Record in the profile what the relation set must cover for ``item``."""

@@ -1,0 +1,57 @@
+"""A deposit in a language the profile holds already writes no profile (issue 14).
+
+The profile (the languages an Archive's items and translations are in) only grows, so each
+process notes a language once: the second deposit in it makes one DynamoDB request fewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any, cast
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.archive.model import Item
+from functions.archive.store import DynamoItemStore, ensure_table
+
+TABLE = "items"
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        ensure_table(client, TABLE)
+        yield client
+
+
+def _item(language: str | None, *translations: str) -> Item:
+    return cast(
+        Item,
+        SimpleNamespace(
+            language=language, translations=[SimpleNamespace(language=t) for t in translations]
+        ),
+    )
+
+
+def test_each_language_is_noted_once_per_process(client: Any) -> None:
+    writes: list[str] = []
+    client.meta.events.register(
+        "before-call.dynamodb.UpdateItem", lambda model, **_: writes.append(model.name)
+    )
+    store = DynamoItemStore(client, TABLE)
+    store.note_item(_item("en"))
+    store.note_item(_item("en"))
+    assert len(writes) == 1
+    store.note_item(_item("en", "pt-BR"))  # the translation's language is new
+    store.note_item(_item(None))
+    store.note_item(_item(None))
+    assert len(writes) == 3
+    profile = store.profile()
+    assert profile.languages == {"en", "pt-BR"} and profile.unspecified_language
+    again = DynamoItemStore(client, TABLE)  # another process: notes it again (idempotent)
+    again.note_item(_item("en"))
+    assert len(writes) == 4 and again.profile().languages == {"en", "pt-BR"}
