@@ -424,8 +424,10 @@ class ProtocolService:
             ignored: dict[str, object] = {"urlkey": urlkey[:40]}
             event = "acknowledgment ignored"
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
-        count = self._store.count_access(went)
+        count = self._store.count_access(went)  # 0: deleted since the key was issued
         details: dict[str, object] = {"ibi": went, "accesses": count}
+        if not count:
+            return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", "item gone", details)
         return ProtocolAnswer(NOTICE, "Acknowledgments", "acknowledged", details)
 
     def _went_to(self, keys: list[str], url: str) -> str | None:

@@ -323,7 +323,8 @@ def test_an_item_deleted_after_its_urlkey_was_issued_counts_nothing(
     node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
     node.store.count_access(REPORT.ibip)  # one access before
     node.service.delete(REPORT.ibip)
-    assert send(node, pairs) == NOTICE
+    assert node.protocol.acknowledge(dict(pairs)).metric == "AcknowledgmentsIgnored"
+    assert send(node, pairs) == NOTICE  # and the constant notice, as for any key
     assert node.store.access_count(REPORT.ibip) == 1
 
 
