@@ -49,17 +49,21 @@ class MemoryMintStore:
         self._maybe_fail("last_date")
         return self.state.get(subsystem)
 
-    def advance(self, write: StateWrite) -> None:
+    def advance(self, write: StateWrite) -> Decimal | None:
         self._maybe_fail("advance")
         with self._lock:
             current = self.state.get(write.subsystem)
             if self.conflicts_to_inject:
                 self.conflicts_to_inject -= 1
                 raise StateConflict(current)
-            if current != write.previous:
+            if write.first is not None:  # as DynamoDB's "#last < :first"
+                if current is not None and not current < write.first:
+                    raise StateConflict(current)
+            elif current != write.previous:
                 raise StateConflict(current)
             self.state[write.subsystem] = write.new
             self.state_writes += 1
+            return current
 
     def put_record(self, record: MintRecord) -> None:
         self._maybe_fail("put_record")

@@ -436,7 +436,7 @@ class MintingService:
         this environment's last date while it still owns the state, else from the winner's.
         """
         base, known = block.last, block.high
-        if block.contended or not window:  # others may write: read the state (not a write)
+        if block.contended and window:  # others may write: read the state (not a write)
             with store_unavailable():
                 newest = self.store.last_date(subsystem.name)
             if newest != known:
@@ -448,15 +448,20 @@ class MintingService:
             distributions = self._reserve(subsystem, base, now, count)
             high = _block_end(subsystem, distributions, window, known)
             self.stats.state_writes += 1
+            # Without blocks, the write is conditional on the state being earlier than the
+            # first date (StateWrite.first): computed from any date the state held, the dates
+            # are Algorithm 4's own if it wins, and no read comes before it.
+            first = None if window else distributions[0].date_for_suffix
             try:
                 with store_unavailable():
-                    self.store.advance(
+                    replaced = self.store.advance(
                         StateWrite(
                             subsystem.name,
                             known,
                             high,
                             str(subsystem.granularity),
                             count + block.unwritten,
+                            first,
                         )
                     )
             except StateConflict as conflict:
@@ -471,7 +476,7 @@ class MintingService:
                 raise
             block.claimed(distributions[-1].date_for_suffix, high)
             self.stats.blocks += 1
-            return base, distributions, now
+            return (base if window else replaced), distributions, now
         raise Contention(
             f"subsystem {subsystem.name!r} is busy ({self._max_attempts} conflicting writes); "
             "retry, or spread the load over several subsystems"

@@ -43,13 +43,21 @@ class StateConflict(Exception):
 
 @dataclass(frozen=True, slots=True)
 class StateWrite:
-    """Advance ``subsystem`` from ``previous`` (``None``: never minted) to ``new``."""
+    """Advance ``subsystem`` from ``previous`` (``None``: never minted) to ``new``.
+
+    With ``first`` (the first date handed out), the write is conditional on the state being
+    *earlier than* ``first`` rather than equal to ``previous``: every date handed out is then
+    after every date issued before, whatever the state was, so ``previous`` may be any date
+    the state held (a value read earlier, or this environment's own last write) and no read
+    is needed before the write (issue 14).
+    """
 
     subsystem: str
     previous: Decimal | None
     new: Decimal
     granularity: str
     count: int
+    first: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +94,7 @@ class IdempotencyClaim:
 class MintStore(Protocol):
     def last_date(self, subsystem: str) -> Decimal | None: ...
 
-    def advance(self, write: StateWrite) -> None: ...
+    def advance(self, write: StateWrite) -> Decimal | None: ...
 
     def put_record(self, record: MintRecord) -> None: ...
 
@@ -167,20 +175,25 @@ class DynamoMintStore:
         )
         return Decimal(item["last_date"]["N"]) if item else None
 
-    def advance(self, write: StateWrite) -> None:
+    def advance(self, write: StateWrite) -> Decimal | None:
+        """Write the state; the date it replaced (``None``: the subsystem's first write)."""
         names = {"#last": "last_date"}
         values: dict[str, Any] = {
             ":new": _n(write.new),
             ":granularity": {"S": write.granularity},
             ":count": _n(write.count),
         }
-        if write.previous is None:
+        if write.first is not None:  # earlier than the first date handed out: no read needed
+            condition = "attribute_not_exists(#subsystem) OR #last < :first"
+            names["#subsystem"] = "subsystem"
+            values[":first"] = _n(write.first)
+        elif write.previous is None:
             condition = "attribute_not_exists(#subsystem)"
             names["#subsystem"] = "subsystem"
         else:
             condition = "#last = :previous"
             values[":previous"] = _n(write.previous)
-        lost = self._call(
+        answer = self._call(
             "update_item",
             "advancing the subsystem state",
             tolerate_condition=True,
@@ -190,13 +203,16 @@ class DynamoMintStore:
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
+            ReturnValues="UPDATED_OLD",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-        if isinstance(lost, Exception):
-            item: Any = getattr(lost, "response", {}).get("Item")
+        if isinstance(answer, Exception):
+            item: Any = getattr(answer, "response", {}).get("Item")
             if item is not None:  # the winner's state, without a second read
                 raise StateConflict(Decimal(item["last_date"]["N"]))
             raise StateConflict(self.last_date(write.subsystem))
+        old = answer.get("Attributes", {}).get("last_date")
+        return Decimal(old["N"]) if old else None
 
     # -- the record ----------------------------------------------------------------------------
 

@@ -378,3 +378,68 @@ def test_a_key_replays_ibis_handed_out_from_a_block(
     again = service.mint(request(idempotency_key="k"))
     assert again.replayed
     assert [Decimal(i["date"]) for i in again.answer["ibis"]] == list(store.records[-1].dates)
+
+
+def _second_environment(service: MintingService, store: MemoryMintStore) -> MintingService:
+    return MintingService(
+        store,
+        service.subsystems,
+        default_subsystem="default",
+        clock=service._clock,
+        sleep=service._sleep,
+        max_wait=Decimal(5),
+    )
+
+
+def test_a_mint_writes_the_state_without_reading_it_first(
+    service: MintingService, clock: FakeClock, store: MemoryMintStore
+) -> None:
+    """Issue 14: after an environment's first request, a mint is one conditional write (the
+    state earlier than its first date) and the record; the state is never read again while
+    no other environment wins a write."""
+    reads: list[str] = []
+    real = store.last_date
+    store.last_date = lambda name: reads.append(name) or real(name)  # type: ignore[method-assign]
+    for step in range(5):
+        clock.now = Decimal("1287588115") + step
+        service.mint(request())
+    assert reads == ["default"] and store.state_writes == 5
+
+
+def test_two_environments_interleaved_write_once_each_and_chain_their_records(
+    service: MintingService, clock: FakeClock, store: MemoryMintStore
+) -> None:
+    """Each environment computes from the last date it knows, which the other has passed: its
+    write still wins when its date is later than the state, with Algorithm 4's own date (the
+    one computed from the true state), and the record names the date the write replaced."""
+    other = _second_environment(service, store)
+    reads: list[str] = []
+    real = store.last_date
+    store.last_date = lambda name: reads.append(name) or real(name)  # type: ignore[method-assign]
+    answers = []
+    for step in range(10):
+        clock.now = Decimal("1287588115") + Decimal(step) / 10
+        answers.append((other if step % 2 else service).mint(request()).answer)
+    assert store.state_writes == 10  # each environment's stale date was still earlier
+    assert service.stats.state_writes + other.stats.state_writes == 10  # none lost
+    assert len(reads) == 2  # each environment's first request only
+    dates = [parse_label(a["ibis"][0]["rep"]).date for a in answers]
+    assert dates == sorted(set(dates))  # strictly increasing, never twice
+    replay = TemporalDistributor(Granularity("0.001"), None)
+    for record in sorted(store.records, key=lambda r: r.first_date):
+        assert record.previous_date == replay.last_date  # the chain of commits
+        assert replay.distribute(record.recorded_at).date_for_suffix == record.first_date
+
+
+def test_a_date_not_after_the_state_loses_and_retries_from_the_winner(
+    service: MintingService, clock: FakeClock, store: MemoryMintStore
+) -> None:
+    other = _second_environment(service, store)
+    clock.now = Decimal("1287588115.5")
+    first = service.mint(request()).answer
+    other.mint(request())  # other learns the state at its first request, then writes
+    clock.now = Decimal("1287588115.5")  # the same instant: service's date would repeat
+    second = service.mint(request()).answer
+    dates = [parse_label(a["ibis"][0]["rep"]).date for a in (first, second)]
+    assert dates[1] > dates[0] and len(store.records) == 3
+    assert len({r.first_date for r in store.records}) == 3

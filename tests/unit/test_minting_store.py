@@ -150,3 +150,30 @@ def test_wiring_builds_once_from_the_environment(monkeypatch: pytest.MonkeyPatch
         assert installed.service.default_subsystem == "default"
     finally:
         wiring.uninstall()
+
+
+def test_a_write_after_the_state_needs_no_read_and_names_what_it_replaced() -> None:
+    """``StateWrite.first``: the write wins when the state is earlier than the first date
+    handed out, whatever ``previous`` was, and answers the date it replaced (issue 14)."""
+    import boto3
+    from moto import mock_aws
+
+    from functions.minting.store import ensure_tables
+
+    names = {"state": "s", "record": "r", "idempotency": "i"}
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        ensure_tables(client, names)
+        store = DynamoMintStore(client, state_table="s", record_table="r", idempotency_table="i")
+
+        def write(new: str, previous: str | None = None) -> Decimal | None:
+            known = Decimal(previous) if previous else None
+            step = StateWrite("default", known, Decimal(new), "0.001", 1, first=Decimal(new))
+            return store.advance(step)
+
+        assert write("10") is None  # the first write of the subsystem
+        assert write("12", previous="5") == Decimal(10)  # stale, but 12 is after 10: it wins
+        with pytest.raises(StateConflict) as lost:
+            write("12", previous="10")  # not after the state: another environment's date
+        assert lost.value.current == Decimal(12)
+        assert store.last_date("default") == Decimal(12)
