@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.common import cpu_seconds, percentile, plot, process_tree, save
+from bench.common import cpu_seconds, percentile, plot, process_tree, save, summary_ms
 from ibi.core.pairlist import encode_query
 from ibi_tools.local.stores import die_with_parent, free_port
 
@@ -414,15 +414,6 @@ def _timed(port: int, target: str, expect: int, headers: dict[str, str] | None =
     return elapsed
 
 
-def _summary(seconds: Sequence[float]) -> dict[str, float]:
-    ms = [s * 1000 for s in seconds]
-    return {
-        "n": len(ms),
-        "p50_ms": round(percentile(ms, 50), 2),
-        "p99_ms": round(percentile(ms, 99), 2),
-    }
-
-
 def _breakdown(ibi: Federation, rounds: int) -> dict[str, Any]:
     """Where a resolution's time goes (sequential, one client): one hop through the gateway to
     a handler that does no I/O (the resolver's landing page), the Archive's urlRequest asked
@@ -449,9 +440,9 @@ def _breakdown(ibi: Federation, rounds: int) -> dict[str, Any]:
     counted = [g.requests_served - b for g, b in zip(archives, before, strict=True)]
     asked = [_timed(where.port or 80, f"{where.path or '/'}?{query}", 200) for _ in range(rounds)]
     return {
-        "hop": _summary(hop),
-        "archive_url_request": _summary(asked),
-        "sequential_resolve": _summary(whole),
+        "hop": summary_ms(hop),
+        "archive_url_request": summary_ms(asked),
+        "sequential_resolve": summary_ms(whole),
         "archive_requests_per_resolution": [round(c / rounds, 2) for c in counted],
     }
 
@@ -478,9 +469,9 @@ def _negotiated(archive: Any, resolver_url: str, rounds: int) -> dict[str, Any]:
         citations.append(_timed(port, target, 200, BIBTEX))
         formatted.append(_timed(port, target, 200, FORMATTED))
     return {
-        "redirect": _summary(redirects),
-        "bibtex": _summary(citations),
-        "formatted": _summary(formatted),
+        "redirect": summary_ms(redirects),
+        "bibtex": summary_ms(citations),
+        "formatted": summary_ms(formatted),
     }
 
 

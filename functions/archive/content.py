@@ -24,7 +24,7 @@ from functions.archive.model import Forms, Item, StoredFile
 from functions.archive.offers import Offer, OfferKeys, Sender, accept, confirm, make_offer
 from functions.archive.parsing import declared_files
 from functions.archive.service import UNKNOWN, ArchiveService, reason_of
-from functions.archive.transfer import Receiver, Transferred, check_item, transfer
+from functions.archive.transfer import Receiver, Transferred, check_item, leave_of, transfer
 from functions.archive.views import (
     ArchiveViews,
     file_list_page,
@@ -361,7 +361,7 @@ class ContentService:
             self._files,
             receiver,
             label,
-            leave=_leave(body.get("leave", "copy")),
+            leave=leave_of(body.get("leave", "copy")),
             remaining=lambda: ends - receivers.clock(),
         )
 
@@ -404,10 +404,3 @@ class ContentService:
         """Bytes pulled from a sender, at the upload key their commit checks (offers.py)."""
         sha256 = hashlib.sha256(data).hexdigest()
         self._store().put(item_key, path, data, content_type, announced=sha256)
-
-
-def _leave(value: Any) -> str:
-    """What a transfer leaves behind: ``copy`` or ``tombstone`` (any other value, 400)."""
-    if not isinstance(value, str) or value not in {"copy", "tombstone"}:
-        raise BadRequest('"leave" is "copy" or "tombstone"')
-    return value

@@ -71,6 +71,7 @@ from functions.archive.errors import (
 from functions.archive.mapping import transfer_body
 from functions.archive.model import Forms, Item, State
 from functions.archive.service import UNKNOWN, ArchiveService
+from functions.archive.transfer import leave_of
 from functions.shared.keys import KeySource
 
 logger = Logger(service="archive", child=True)
@@ -217,9 +218,7 @@ def make_offer(
     """An offer of ``label``'s original to the Archive whose service IBI is ``body["to"]``."""
     if not isinstance(body, dict) or not isinstance(body.get("to"), str):
         raise BadRequest('send {"to": "<receiving Archive service IBI>", "leave": "copy"}')
-    leave, ttl = body.get("leave", "copy"), body.get("expires_in", DEFAULT_TTL_SECONDS)
-    if not isinstance(leave, str) or leave not in {"copy", "tombstone"}:
-        raise BadRequest('"leave" is "copy" or "tombstone"')
+    leave, ttl = leave_of(body.get("leave", "copy")), body.get("expires_in", DEFAULT_TTL_SECONDS)
     if isinstance(ttl, bool) or not isinstance(ttl, int) or not 60 <= ttl <= MAX_TTL_SECONDS:
         raise BadRequest(f'"expires_in" is a whole number of seconds, 60 to {MAX_TTL_SECONDS}')
     try:

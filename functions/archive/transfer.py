@@ -87,6 +87,16 @@ class Transferred:
     there: dict[str, Any]
 
 
+LEAVES = frozenset({"copy", "tombstone"})
+
+
+def leave_of(value: Any) -> str:
+    """What a transfer leaves behind (``copy`` or ``tombstone``); any other value, 400."""
+    if not isinstance(value, str) or value not in LEAVES:
+        raise BadRequest('"leave" is "copy" or "tombstone"')
+    return value
+
+
 def transfer(
     service: ArchiveService,
     files: Any,
@@ -98,8 +108,7 @@ def transfer(
 ) -> Transferred:
     """Move ``label``'s original to ``receiver``, releasing it only once the receiver proved it
     holds the item; ``remaining()`` is the time left (seconds) for the whole transfer."""
-    if leave not in {"copy", "tombstone"}:
-        raise BadRequest('"leave" is "copy" or "tombstone"')
+    leave_of(leave)
     item = service.get(label)
     if item.state is not State.ORIGINAL or item.pending:
         resumed = None if item.pending else _resume(receiver, item)

@@ -6,13 +6,10 @@ process notes a language once: the second deposit in it makes one DynamoDB reque
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, cast
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from functions.archive.model import Item
 from functions.archive.store import DynamoItemStore, ensure_table
@@ -21,11 +18,10 @@ TABLE = "items"
 
 
 @pytest.fixture
-def client() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, TABLE)
-        yield client
+def client(dynamodb: Any) -> Any:
+    """The integration tests' moto client (tests/integration/conftest.py), with an items table."""
+    ensure_table(dynamodb, TABLE)
+    return dynamodb
 
 
 def _item(language: str | None, *translations: str) -> Item:

@@ -94,8 +94,10 @@ def archive_gateway(dynalite: Dynalite, s3: LocalS3, resolver: str) -> LocalGate
         wiring.install(runtime).start(base)
         return lambda_handler
 
-    # Two workers: the browser keeps a connection to one while the resolver asks the other.
-    return LocalGateway("archive", handler, port, workers=2).start()
+    # Four workers: the browser holds idle connections (preconnects) to some while the
+    # resolver asks another; with two, a loaded machine saw the resolver's urlRequest wait out
+    # its 2 s timeout behind them.
+    return LocalGateway("archive", handler, port, workers=4).start()
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
