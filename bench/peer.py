@@ -345,10 +345,11 @@ def _arklet(folder: Path) -> Iterator[System]:
 
 
 def _ibi_server(federation: Any) -> list[int]:
-    """The processes that serve ``ibi local``: every API's workers and both stores."""
-    stores = [federation._dynalite, federation._s3]
+    """The processes that serve ``ibi local``: every API's workers (the tables are SQLite in
+    each of them) and s3rver."""
+    s3 = federation._s3
     pids = [pid for gateway in federation.gateways for pid in gateway.worker_pids]
-    return pids + [store.pid for store in stores if store is not None and store.pid]
+    return pids + ([s3.pid] if s3 is not None and s3.pid else [])
 
 
 @dataclass

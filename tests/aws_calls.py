@@ -138,8 +138,12 @@ def _variables(resource: str) -> list[str]:
 
 
 def install(log: Path) -> None:
-    """Record every call made under a Lambda entry point to ``log`` (JSON lines)."""
+    """Record every call made under a Lambda entry point to ``log`` (JSON lines): botocore's
+    clients, and local mode's tables (``ibi_tools/local/tables.py``), which take the same
+    DynamoDB calls in process."""
     from botocore.client import BaseClient
+
+    from ibi_tools.local.tables import LocalTablesClient
 
     _watch_settings()
 
@@ -148,26 +152,38 @@ def install(log: Path) -> None:
         return
     os.environ[LOG_VARIABLE] = str(log)
 
-    def recording(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+    def record(service: str, operation_name: str, api_params: dict[str, Any]) -> None:
         function = _function()
-        if function is not None:
-            service = self.meta.service_model.endpoint_prefix
-            service = "sqs" if service == "queue" else service
-            with open(os.environ.get(LOG_VARIABLE, str(log)), "a") as out:
-                for action, resource in _actions(service, operation_name, api_params):
-                    base = resource.split("/", 1)[0] if service == "s3" else resource
-                    variables = _variables(base)
-                    record = {
-                        "function": function,
-                        "action": action,
-                        "resource": resource,
-                        "variables": variables,
-                    }
-                    out.write(json.dumps(record) + "\n")
+        if function is None:
+            return
+        with open(os.environ.get(LOG_VARIABLE, str(log)), "a") as out:
+            for action, resource in _actions(service, operation_name, api_params):
+                base = resource.split("/", 1)[0] if service == "s3" else resource
+                variables = _variables(base)
+                entry = {
+                    "function": function,
+                    "action": action,
+                    "resource": resource,
+                    "variables": variables,
+                }
+                out.write(json.dumps(entry) + "\n")
+
+    def recording(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        service = self.meta.service_model.endpoint_prefix
+        record("sqs" if service == "queue" else service, operation_name, api_params)
         return original(self, operation_name, api_params)
+
+    local_original = LocalTablesClient._make_api_call
+
+    def recording_locally(
+        self: Any, operation_name: str, api_params: dict[str, Any]
+    ) -> dict[str, Any]:
+        record("dynamodb", operation_name, api_params)
+        return local_original(self, operation_name, api_params)
 
     recording._records_calls = True  # type: ignore[attr-defined]
     BaseClient._make_api_call = recording  # type: ignore[method-assign]
+    LocalTablesClient._make_api_call = recording_locally  # type: ignore[method-assign]
 
 
 def read(log: Path) -> list[Call]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +117,20 @@ def service(
 
 def granularity(text: str) -> Granularity:
     return Granularity(text)
+
+
+@contextlib.contextmanager
+def dynamodb_client(backend: str, directory: Path) -> Iterator[Any]:
+    """A DynamoDB client for the stores: moto's (``"moto"``, inside ``mock_aws``, which also
+    fakes S3 for the test) or local mode's SQLite tables in ``directory`` (``"local-tables"``,
+    beside a ``mock_aws`` for S3)."""
+    import boto3
+    from moto import mock_aws
+
+    from ibi_tools.local.tables import LocalTables
+
+    with mock_aws():
+        if backend == "moto":
+            yield boto3.client("dynamodb", region_name="us-east-1")
+        else:
+            yield LocalTables(directory / "tables.sqlite3").client()

@@ -65,10 +65,11 @@ def ensure_table(client: DynamoDBClient, name: str, schema: dict[str, Any]) -> N
     """Create table ``name`` with ``schema`` if it is missing (local mode and tests only)."""
     if name in client.list_tables().get("TableNames", []):
         return
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **schema)
-    client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
-    )
+    made = client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **schema)
+    if made.get("TableDescription", {}).get("TableStatus") != "ACTIVE":
+        client.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+        )
 
 
 class StoreError(Exception):

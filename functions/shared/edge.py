@@ -18,6 +18,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 # Routes that publish no metric are normal; Powertools would warn about each of them.
@@ -222,4 +223,15 @@ def make_handler(
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return app.resolve(event, context)
 
-    return handle
+    def handle_once(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        try:
+            answer: dict[str, Any] = handle(event, context)
+            return answer
+        finally:
+            # Metrics switched off (local mode) are not flushed, and Powertools keeps them:
+            # they would pile up across invocations and be printed, 100 at a time, by the
+            # add_metric that overflows (a JSON blob in the terminal of ``ibi local``).
+            if is_metrics_disabled():
+                metrics.clear_metrics()
+
+    return handle_once

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 from ibi.core import base27
@@ -189,8 +190,14 @@ class Label:
         return info
 
 
+@lru_cache(maxsize=4096)
 def parse_label(text: str) -> Label:
-    """Parse and validate a label of either form; :class:`InvalidIBI` names the bad part."""
+    """Parse and validate a label of either form; :class:`InvalidIBI` names the bad part.
+
+    Kept per process for the labels last parsed (a ``Label`` is immutable): an Archive parses
+    the same IBI several times per urlRequest, and a resolver the same popular IBIs again
+    and again (issue 14).
+    """
     if not isinstance(text, str) or not text:
         raise InvalidIBI("ibi", "empty label")
     if any(char.isspace() for char in text) or not text.isascii() or not text.isprintable():

@@ -1,15 +1,17 @@
 """``ibi local``: the services on loopback, with their data in one directory.
 
 The minting service, two Archives (``archive-a``, ``archive-b``) and the resolver, each its
-own API on its own port, over dynalite (DynamoDB) and s3rver (S3) on loopback. The Archives
+own API on its own port, over local mode's tables (``tables.sqlite3``: the stores' DynamoDB
+calls answered in process, ``tables.py``) and s3rver (S3) on loopback. The Archives
 are registered with the resolver (keys kept in ``<data>/keys/``) and switched on through the
 real protocol (spec §4) at every start. Everything survives restarts.
 
 The data directory is the user's only (0700 when ``ibi local`` made it or it holds a run's
-data already; ``keys/``, ``dynamodb/`` and ``s3/`` always 0700, every file ``ibi local``
-writes 0600). The stores log to ``dynalite.log`` and ``s3rver.log`` there, without query
-strings. :meth:`LocalFederation.wait` watches the stores and the APIs' workers and restarts
-a dead one (see ``supervisor.py``).
+data already; ``keys/`` and ``s3/`` always 0700, every file ``ibi local`` writes 0600).
+s3rver logs to ``s3rver.log`` there, without query strings. A data directory an earlier
+version kept in dynalite (``dynamodb/``) is copied into the tables at its first start
+(:func:`open_tables`). :meth:`LocalFederation.wait` watches s3rver and the APIs' workers
+and restarts a dead one (see ``supervisor.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ibi.core.subsystem import Subsystem, check_distinct
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.stores import Dynalite, LocalServer, private_dir, write_private
 from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
+from ibi_tools.local.tables import LocalTables, LocalTablesClient
 
 DEFAULT_MINTING_PORT = 8800
 ARCHIVES = ("archive-a", "archive-b", "archive-c")  # the third with --archive-ports A,B,C
@@ -84,6 +87,55 @@ def prepare_data_dir(data_dir: Path) -> None:
     if ours or not any(data_dir.iterdir()):
         private_dir(data_dir)
     private_dir(data_dir / "keys")  # the registration keys and the resolver's pepper
+
+
+TABLES_FILE = "tables.sqlite3"
+DYNALITE_DIR = "dynamodb"  # where versions before issue 14's local tables kept them
+DYNALITE_KEPT = "dynamodb.before-tables"
+
+
+def open_tables(data_dir: Path) -> LocalTables:
+    """The data directory's tables; on the first start of a directory an earlier version kept
+    in dynalite, its tables are copied in first (and ``dynamodb/`` kept, renamed)."""
+    path = data_dir / TABLES_FILE
+    old = data_dir / DYNALITE_DIR
+    if not path.exists() and old.is_dir() and any(old.iterdir()):
+        copy_from_dynalite(old, path)
+        old.rename(data_dir / DYNALITE_KEPT)
+    return LocalTables(path)
+
+
+def copy_from_dynalite(directory: Path, path: Path) -> int:
+    """Every table and item dynalite keeps in ``directory``, copied into new tables at
+    ``path`` (written beside it, then moved in place: an interrupted copy leaves nothing).
+    The number of items copied."""
+    print(f"ibi local: copying the tables in {directory} into {path.name}", file=sys.stderr)
+    partial = path.with_name(path.name + ".partial")
+    for leftover in (partial, partial.with_name(partial.name + "-wal")):
+        leftover.unlink(missing_ok=True)
+    target = LocalTables(partial)
+    client = LocalTablesClient(partial)
+    copied = 0
+    with Dynalite(directory) as server:
+        source = server.client()
+        for page in source.get_paginator("list_tables").paginate():
+            for name in page["TableNames"]:
+                table = source.describe_table(TableName=name)["Table"]
+                client.create_table(
+                    TableName=name,
+                    KeySchema=table["KeySchema"],
+                    AttributeDefinitions=table["AttributeDefinitions"],
+                )
+                for scanned in source.get_paginator("scan").paginate(
+                    TableName=name, ConsistentRead=True
+                ):
+                    for item in scanned["Items"]:
+                        client.put_item(TableName=name, Item=item)
+                        copied += 1
+    client.close()
+    target.checkpoint()
+    partial.rename(path)
+    return copied
 
 
 LOCK_FILE = "ibi-local.lock"
@@ -168,7 +220,7 @@ class LocalFederation:
     gateways: list[LocalGateway] = field(default_factory=list)
     archive_ports: tuple[int, ...] = (8810, 8820)
     resolver_port: int = 8080
-    _dynalite: Dynalite | None = None
+    _tables: LocalTables | None = None
     _s3: Any = None
     switch_answers: dict[str, str] = field(default_factory=dict)
     demo: bool = True
@@ -182,8 +234,7 @@ class LocalFederation:
         quiet_powertools(self.log_level)
         prepare_data_dir(self.data_dir)
         self._take_data_dir()
-        log = self.data_dir / "dynalite.log"
-        self._dynalite = Dynalite(self.data_dir / "dynamodb", log=log).start()
+        self._tables = open_tables(self.data_dir)
         try:
             from ibi_tools.local.s3 import LocalS3
 
@@ -220,7 +271,7 @@ class LocalFederation:
 
     def _watched(self) -> list[Watched]:
         """The stores first, then the APIs (whose workers need the stores to start)."""
-        stores = [("dynalite", self._dynalite), ("s3rver", self._s3)]
+        stores = [("s3rver", self._s3)]
         watched = [
             Watched(name, _ended(store), store.restart, log=store.log)
             for name, store in stores
@@ -252,9 +303,9 @@ class LocalFederation:
         from functions.resolver.registry import ensure_table
         from functions.resolver.settings import ResolverSettings
 
-        assert self._dynalite is not None
-        dynalite = self._dynalite
-        ensure_table(dynalite.client(), "ibi-resolver-archives")
+        assert self._tables is not None
+        tables = self._tables
+        ensure_table(tables.client(), "ibi-resolver-archives")
         settings = ResolverSettings.from_environment(
             {
                 "IBI_RESOLVER_TABLE": "ibi-resolver-archives",
@@ -276,7 +327,7 @@ class LocalFederation:
             # the time the resolver's workers start.
             examples = tuple(u.path.lstrip("/") for u in self.demo_urls if u.expect == 302)
             local = dataclasses.replace(settings, examples=examples[:4])
-            wiring.install(wiring.build(local, dynamodb=dynalite.client()))
+            wiring.install(wiring.build(local, dynamodb=tables.client()))
             return lambda_handler
 
         return LocalGateway("resolver", handler, self.resolver_port, workers=self.workers)
@@ -313,9 +364,9 @@ class LocalFederation:
         from functions.minting.settings import Settings
         from functions.minting.store import ensure_tables
 
-        assert self._dynalite is not None
-        dynalite = self._dynalite
-        ensure_tables(dynalite.client(), MINTING_TABLES)
+        assert self._tables is not None
+        tables = self._tables
+        ensure_tables(tables.client(), MINTING_TABLES)
         settings = Settings.from_environment(
             {
                 "IBI_STATE_TABLE": MINTING_TABLES["state"],
@@ -329,7 +380,7 @@ class LocalFederation:
         def handler() -> Any:  # in each worker process: its own client, its own service
             from functions.minting.handler import lambda_handler
 
-            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+            wiring.install(wiring.build(settings, dynamodb=tables.client()))
             return lambda_handler
 
         return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
@@ -339,10 +390,10 @@ class LocalFederation:
         from functions.archive.settings import ArchiveSettings
         from functions.archive.store import ensure_table
 
-        assert self._dynalite is not None
-        dynalite, s3 = self._dynalite, self._s3
+        assert self._tables is not None
+        tables, s3 = self._tables, self._s3
         table, bucket = f"ibi-{name}-items", f"ibi-{name}-files"
-        ensure_table(dynalite.client(), table)
+        ensure_table(tables.client(), table)
         s3.ensure_bucket(bucket)
         settings = ArchiveSettings.from_environment(
             {
@@ -370,7 +421,7 @@ class LocalFederation:
         def handler() -> Any:  # in each worker process, before it serves: the bootstrap
             from functions.archive.handler import lambda_handler
 
-            runtime = wiring.build(settings, dynamodb=dynalite.client(), s3=s3.client())
+            runtime = wiring.build(settings, dynamodb=tables.client(), s3=s3.client())
             wiring.install(runtime).start(f"http://127.0.0.1:{port}")
             return lambda_handler
 
@@ -406,9 +457,7 @@ class LocalFederation:
         if self._s3 is not None:
             self._s3.stop()
             self._s3 = None
-        if self._dynalite is not None:
-            self._dynalite.stop()
-            self._dynalite = None
+        self._tables = None
         if self._lock is not None:
             (self.data_dir / RUNNING_FILE).unlink(missing_ok=True)
             self._lock.close()  # releases the flock

@@ -7,6 +7,8 @@ Like Lambda, each handler serves one request at a time, in its own process: the 
 binds the port and forks ``workers`` processes that take turns accepting on it. (Powertools'
 event handler keeps the current event in a class attribute, so handlers must not share a
 process between concurrent requests; Lambda never does that, and neither does this.)
+Connections are HTTP/1.1 and kept alive, as API Gateway's are (``h11`` frames them); an idle
+connection never holds a worker (see :class:`_Worker`).
 """
 
 from __future__ import annotations
@@ -16,16 +18,21 @@ import contextlib
 import errno
 import multiprocessing
 import os
+import selectors
 import signal
 import socket
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from email.utils import formatdate
+from http import HTTPStatus
 from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+import h11
 
 from ibi_tools.local.stores import LOOPBACK, die_with_parent
 
@@ -40,6 +47,14 @@ class PortInUseError(OSError):
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
+MAX_HEAD = 64 * 1024  # the request line and headers: more is refused (431)
+READ_SIZE = 64 * 1024
+IDLE_SECONDS = 15.0  # a kept connection, or a request arriving, without a byte this long: closed
+SEND_SECONDS = 30.0  # an answer the client does not take within this long: the connection closed
+MAX_KEPT = 8  # connections a worker keeps open after answering (more: Connection: close)
+SERVER = "ibi-local"
+INTERNAL_ERROR = b'{"message":"Internal Server Error"}'
+_STATUSES = frozenset(status.value for status in HTTPStatus)
 
 
 @dataclass
@@ -217,18 +232,6 @@ class LocalGateway:
         self.socket.close()
 
 
-class _WorkerServer(HTTPServer):
-    """A single-threaded HTTP server on a socket its parent bound."""
-
-    def __init__(self, name: str, listening: socket.socket, handler: Handler, served: Any) -> None:
-        super().__init__((LOOPBACK, 0), _RequestHandler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = listening
-        self.name = name
-        self.handler = handler
-        self.served = served
-
-
 def _serve(
     name: str, listening: socket.socket, factory: Callable[[], Handler], served: Any
 ) -> None:
@@ -236,64 +239,225 @@ def _serve(
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    server = _WorkerServer(name, listening, factory(), served)
-    server.serve_forever()
+    _Worker(name, listening, factory(), served).serve_forever()
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    server: _WorkerServer
-    protocol_version = "HTTP/1.0"  # one request per connection: a worker is never held idle
+class _Client:
+    """One connection this worker accepted: its HTTP/1.1 state and the request being read."""
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the handlers log what matters, in their own structured way."""
+    __slots__ = ("address", "body", "http", "last", "request", "sock")
 
-    def _serve(self) -> None:
-        length_text = self.headers.get("content-length", "0")
-        length = int(length_text) if length_text.isdigit() else -1
-        if length < 0 or length > MAX_BODY:
-            self._reply(413, {"content-type": "text/plain"}, b"request body too large\n")
-            return
-        body = self.rfile.read(length) if length else b""
-        event = build_event(
-            method=self.command,
-            target=self.path,
-            headers=list(self.headers.items()),
-            body=body,
-            source_ip=self.client_address[0],
-            host=self.headers.get("host", "127.0.0.1"),
-        )
-        context = LocalContext(self.server.name, event["requestContext"]["requestId"])
+    def __init__(self, sock: socket.socket, address: tuple[str, int]) -> None:
+        self.sock = sock
+        self.address = address
+        self.http = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        self.last = time.monotonic()
+        self.request: h11.Request | None = None
+        self.body = bytearray()
+
+
+class _Worker:
+    """One request at a time, over as many kept-alive connections as it holds.
+
+    The worker waits on the listening socket (shared with the other workers: whoever is free
+    accepts) and on its own connections at once, and answers whichever request is complete
+    first, whole, before reading the next. A connection that is idle, or sends its request
+    slowly, holds nothing: the worker serves the others meanwhile, and closes it after
+    :data:`IDLE_SECONDS` without a byte. A worker keeps at most :data:`MAX_KEPT` connections
+    open after an answer (it says ``Connection: close`` beyond), so that the connections of
+    busy clients spread over the workers instead of piling up on one.
+    """
+
+    def __init__(self, name: str, listening: socket.socket, handler: Handler, served: Any):
+        self.name = name
+        self.listening = listening
+        self.handler = handler
+        self.served = served
+        self.clients: dict[int, _Client] = {}
+        self.selector = selectors.DefaultSelector()
+
+    def serve_forever(self) -> None:
+        self.listening.setblocking(False)  # every worker accepts; one wins each connection
+        self.selector.register(self.listening, selectors.EVENT_READ, None)
+        while True:
+            for key, _ in self.selector.select(timeout=1.0):
+                if key.data is None:
+                    self._accept()
+                else:
+                    self._read(key.data)
+            self._close_idle()
+
+    def _accept(self) -> None:
         try:
-            answer = self.server.handler(event, context)
+            sock, address = self.listening.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return  # another worker took it
+        sock.settimeout(SEND_SECONDS)  # sends block (bounded); reads happen when readable
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        client = _Client(sock, address)
+        self.clients[sock.fileno()] = client
+        self.selector.register(sock, selectors.EVENT_READ, client)
+
+    def _read(self, client: _Client) -> None:
+        try:
+            data = client.sock.recv(READ_SIZE)
+        except OSError:
+            self._close(client)
+            return
+        client.last = time.monotonic()
+        try:
+            client.http.receive_data(data)  # b"": the client closed its side
+        except h11.RemoteProtocolError:
+            self._close(client)
+            return
+        self._advance(client)
+
+    def _advance(self, client: _Client) -> None:
+        """Act on every event the bytes received so far make (pipelined requests too)."""
+        while client.sock.fileno() >= 0:
+            try:
+                event = client.http.next_event()
+            except h11.RemoteProtocolError as error:
+                status = error.error_status_hint
+                self._refuse(client, status, f"{HTTPStatus(status).phrase}\n".encode())
+                return
+            if event is h11.NEED_DATA:
+                if client.http.they_are_waiting_for_100_continue:
+                    self._send(client, h11.InformationalResponse(status_code=100, headers=[]))
+                return
+            if isinstance(event, h11.Request):
+                client.request, client.body = event, bytearray()
+                length = _header(event.headers, b"content-length")
+                if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+                    self._refuse(client, 413, b"request body too large\n")
+                    return
+            elif isinstance(event, h11.Data):
+                client.body += event.data
+                if len(client.body) > MAX_BODY:
+                    self._refuse(client, 413, b"request body too large\n")
+                    return
+            elif isinstance(event, h11.EndOfMessage):
+                self._answer(client)
+                if not self._next_cycle(client):
+                    return
+            else:  # ConnectionClosed, or PAUSED after a request the worker refused
+                self._close(client)
+                return
+
+    def _answer(self, client: _Client) -> None:
+        request = client.request
+        assert request is not None
+        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in request.headers]
+        event = build_event(
+            method=request.method.decode("ascii"),
+            target=request.target.decode("latin-1"),
+            headers=headers,
+            body=bytes(client.body),
+            source_ip=client.address[0],
+            host=(_header(request.headers, b"host") or b"127.0.0.1").decode("latin-1"),
+        )
+        context = LocalContext(self.name, event["requestContext"]["requestId"])
+        try:
+            answer = self.handler(event, context)
         except Exception:  # the Lambda would have failed: API Gateway answers 500
-            self._reply(
-                500, {"content-type": "application/json"}, b'{"message":"Internal Server Error"}'
-            )
-            raise
-        headers = {k.lower(): str(v) for k, v in (answer.get("headers") or {}).items()}
+            traceback.print_exc()
+            self._reply(client, 500, {"content-type": "application/json"}, INTERNAL_ERROR)
+            return
+        headers_out = {k.lower(): str(v) for k, v in (answer.get("headers") or {}).items()}
         raw = answer.get("body") or ""
         payload = base64.b64decode(raw) if answer.get("isBase64Encoded") else raw.encode("utf-8")
-        self._reply(int(answer.get("statusCode", 200)), headers, payload, answer.get("cookies"))
+        status = int(answer.get("statusCode", 200))
+        self._reply(client, status, headers_out, payload, answer.get("cookies"))
 
     def _reply(
         self,
+        client: _Client,
         status: int,
         headers: dict[str, str],
         payload: bytes,
         cookies: list[str] | None = None,
+        *,
+        close: bool = False,
     ) -> None:
-        with self.server.served.get_lock():
-            self.server.served.value += 1
-        self.send_response(status)
-        for name, value in headers.items():
-            if name not in {"content-length", "connection", "transfer-encoding"}:
-                self.send_header(name, value)
-        for cookie in cookies or []:
-            self.send_header("set-cookie", cookie)
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
+        with self.served.get_lock():
+            self.served.value += 1
+        fields = [("date", _date()), ("server", SERVER)]
+        fields += [
+            (name, value)
+            for name, value in headers.items()
+            if name not in {"content-length", "connection", "transfer-encoding", "date"}
+        ]
+        fields += [("set-cookie", cookie) for cookie in cookies or []]
+        fields.append(("content-length", str(len(payload))))
+        if close or len(self.clients) > MAX_KEPT:
+            fields.append(("connection", "close"))
+        reason = HTTPStatus(status).phrase if status in _STATUSES else ""
+        response = h11.Response(status_code=status, headers=fields, reason=reason)
+        head = client.request is not None and client.request.method == b"HEAD"
+        try:
+            data = client.http.send(response) or b""
+            if payload and not head:
+                data += client.http.send(h11.Data(data=payload)) or b""
+            data += client.http.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:  # a header the function set that HTTP cannot carry
+            traceback.print_exc()
+            self._close(client)
+            return
+        self._write(client, data)  # the status line, the headers and the body: one send
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
-    do_TRACE = do_QUERY = _serve  # answered by the function, as API Gateway passes them on
+    def _refuse(self, client: _Client, status: int, text: bytes) -> None:
+        """Answer a request this gateway refuses itself, and close the connection."""
+        if client.http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self._reply(client, status, {"content-type": "text/plain"}, text, close=True)
+        self._close(client)
+
+    def _next_cycle(self, client: _Client) -> bool:
+        """Ready for the connection's next request (False: it was closed)."""
+        if client.http.our_state is h11.DONE and client.http.their_state is h11.DONE:
+            client.http.start_next_cycle()
+            client.request, client.body = None, bytearray()
+            return True
+        self._close(client)
+        return False
+
+    def _send(self, client: _Client, event: Any) -> None:
+        self._write(client, client.http.send(event) or b"")
+
+    def _write(self, client: _Client, data: bytes) -> None:
+        try:
+            client.sock.sendall(data)
+        except OSError:
+            self._close(client)
+
+    def _close(self, client: _Client) -> None:
+        if client.sock.fileno() < 0:
+            return
+        self.clients.pop(client.sock.fileno(), None)
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(client.sock)
+        client.sock.close()
+
+    def _close_idle(self) -> None:
+        deadline = time.monotonic() - IDLE_SECONDS
+        for client in [c for c in self.clients.values() if c.last < deadline]:
+            self._close(client)
+
+
+def _header(headers: Any, name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+_dates: dict[int, str] = {}
+
+
+def _date() -> str:
+    """The Date header, made once a second."""
+    now = int(time.time())
+    text = _dates.get(now)
+    if text is None:
+        _dates.clear()
+        text = _dates[now] = formatdate(now, usegmt=True)
+    return text

@@ -1,10 +1,10 @@
 """``ibi local`` watching its own processes: a dead one is started again, a few times.
 
-What is watched: the two stores (dynalite, s3rver) and each API's worker processes. A store
-that died (``kill -9``, a crash) is started again on the same port and the same data
-directory, so the APIs' clients find it where they left it and every record and object
-written before is still there (both keep their data on disk, see ``stores.py``). A worker
-that died is forked again from ``ibi local``.
+What is watched: the store s3rver and each API's worker processes (the tables are SQLite in
+the workers themselves, ``tables.py``). A store that died (``kill -9``, a crash) is started
+again on the same port and the same data directory, so the APIs' clients find it where they
+left it and every object written before is still there (it keeps its data on disk, see
+``stores.py``). A worker that died is forked again from ``ibi local``.
 
 Restarts are bounded: a process that dies more than ``limit`` times within ``window``
 seconds is not started again; ``ibi local`` then stops everything and exits non-zero with a

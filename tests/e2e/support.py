@@ -66,7 +66,7 @@ class LocalRun:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is None:
             return
-        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its dynalite
+        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its s3rver
         self.process.wait(timeout=20)
         self.process = None
 

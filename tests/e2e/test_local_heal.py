@@ -1,5 +1,6 @@
-"""`ibi local` heals: a store or an API's workers killed with kill -9 come back, data kept;
-one that keeps dying ends the run with a message naming it and its log. Its files are private."""
+"""`ibi local` heals: s3rver or an API's workers killed with kill -9 come back, data kept;
+one that keeps dying ends the run with a message naming it and its log. Its files are private.
+(The tables are SQLite in the workers themselves: killing every worker is the test of them.)"""
 
 from __future__ import annotations
 
@@ -96,20 +97,6 @@ def file_served(url: str) -> bool:
         return False
 
 
-def test_a_killed_dynalite_is_restarted_with_its_data(local: LocalRun, tmp_path: Path) -> None:
-    item = deposit(local, tmp_path)
-    before = cli("mints", "--endpoint", local.endpoint, "--json").stdout.splitlines()
-    assert mints(local)
-    killed = kill_store(local, "dynamodb")
-
-    eventually(lambda: mints(local), "a mint after dynalite was killed")
-    assert store_pid(local, "dynamodb") not in {None, killed}
-    after = cli("mints", "--endpoint", local.endpoint, "--json").stdout.splitlines()
-    assert set(before) <= set(after) and len(after) >= len(before) + 2  # none lost
-    eventually(lambda: resolves(local, item["ibip"]), "the deposited item resolving")
-    assert file_served(item["file"])
-
-
 def test_a_killed_s3rver_is_restarted_with_its_objects(local: LocalRun, tmp_path: Path) -> None:
     item = deposit(local, tmp_path)
     assert file_served(item["file"])
@@ -136,12 +123,16 @@ def api_workers(local: LocalRun) -> set[int]:
 
 def test_killed_api_workers_are_forked_again(local: LocalRun, tmp_path: Path) -> None:
     item = deposit(local, tmp_path)
+    assert mints(local)
+    before = cli("mints", "--endpoint", local.endpoint, "--json").stdout.splitlines()
     workers = api_workers(local)
-    assert len(workers) == 16  # 4 APIs, 4 workers each
+    assert len(workers) == 16  # 4 APIs, 4 workers each (each with its own tables connection)
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
 
     eventually(lambda: mints(local), "a mint after every worker was killed")
+    after = cli("mints", "--endpoint", local.endpoint, "--json").stdout.splitlines()
+    assert set(before) <= set(after) and len(after) > len(before)  # no record lost
     eventually(lambda: resolves(local, item["ibip"]), "a resolution after every worker was killed")
     assert file_served(item["file"])
     eventually(lambda: len(api_workers(local)) == 16, "16 workers again")
@@ -154,17 +145,17 @@ def test_a_store_that_keeps_dying_ends_the_run_with_its_name_and_log(local: Loca
     deadline = time.monotonic() + WAIT
     while local.process.poll() is None:  # 6 deaths within 60 s: the 6th is not forgiven
         assert time.monotonic() < deadline, f"ibi local still runs after {len(killed)} kills"
-        pid = store_pid(local, "dynamodb")
+        pid = store_pid(local, "s3")
         if pid is not None and pid not in killed:
             os.kill(pid, signal.SIGKILL)
             killed.add(pid)
-        assert len(killed) <= 6, "ibi local went on restarting dynalite"
+        assert len(killed) <= 6, "ibi local went on restarting s3rver"
         time.sleep(0.05)
     assert local.process.wait(timeout=30) == 1
     assert local.process.stdout is not None
     said = local.process.stdout.read()
-    log = local.data_dir.resolve() / "dynalite.log"
-    assert "ibi: local: dynalite died 6 times within 60 s" in said, said
+    log = local.data_dir.resolve() / "s3rver.log"
+    assert "ibi: local: s3rver died 6 times within 60 s" in said, said
     assert f"See its log: {log}." in said and "not restarting it again" in said
     local.process = None  # it has ended: nothing for the fixture to stop
 
@@ -187,7 +178,7 @@ def test_the_data_directory_holds_no_file_others_can_read(tmp_path: Path) -> Non
         item = deposit(local, tmp_path)
         assert file_served(item["file"])
         data = local.data_dir
-        for name in ("dynalite.log", "s3rver.log", "dynamodb.pid", "s3.pid", "subsystems.json"):
+        for name in ("tables.sqlite3", "s3rver.log", "s3.pid", "subsystems.json"):
             assert mode(data / name) == 0o600, name
         for key in ("archive-a.key", "archive-b.key", "resolver-pepper"):
             assert mode(data / "keys" / key) == 0o600, key
@@ -196,7 +187,6 @@ def test_the_data_directory_holds_no_file_others_can_read(tmp_path: Path) -> Non
         assert mode(data) == 0o700
     finally:
         local.stop()
-    for log in ("dynalite.log", "s3rver.log"):
-        text = (local.data_dir / log).read_text()
-        assert "X-Amz-" not in text and "?" not in text, log
+    text = (local.data_dir / "s3rver.log").read_text()
+    assert "X-Amz-" not in text and "?" not in text
     assert "/ibi-archive-a-files/" in (local.data_dir / "s3rver.log").read_text()

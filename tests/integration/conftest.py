@@ -1,23 +1,24 @@
-"""DynamoDB for integration tests: moto in-process, or dynalite on loopback (race-free)."""
+"""DynamoDB for integration tests: moto in-process and local mode's tables (SQLite, in
+process), or, race-free, dynalite on loopback and local mode's tables from many processes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from functions.minting.store import ensure_tables
-from tests.conftest import TABLES
+from ibi_tools.local.tables import LocalTables
+from tests.conftest import TABLES, dynamodb_client
 
 
-@pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    """In-process moto: fine for one thread at a time (not atomic under threads)."""
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
+@pytest.fixture(params=["moto", "local-tables"])
+def dynamodb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """In-process moto (fine for one thread at a time: not atomic under threads), and the
+    SQLite tables ``ibi local`` gives the stores: every test using it runs on both."""
+    with dynamodb_client(request.param, tmp_path) as client:
         ensure_tables(client, TABLES)
         yield client
 
@@ -31,3 +32,16 @@ def dynalite_endpoint(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
         client = server.client()
         ensure_tables(client, TABLES)
         yield server, client
+
+
+@pytest.fixture(params=["dynalite", "local-tables"])
+def race_free_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Something with a ``client()`` for each worker process, whose conditional writes are
+    atomic across processes: dynalite, or local mode's SQLite tables."""
+    if request.param == "dynalite":
+        server, _ = request.getfixturevalue("dynalite_endpoint")
+        yield server
+        return
+    tables = LocalTables(tmp_path / "tables.sqlite3")
+    ensure_tables(tables.client(), TABLES)
+    yield tables

@@ -16,7 +16,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from moto import mock_aws
 
 from functions.archive import views, wiring
 from functions.archive.files import S3FileStore
@@ -29,6 +28,8 @@ from functions.archive.wiring import Runtime
 from ibi.core.labels import IBI
 from ibi.core.pairlist import encode_query, parse_pair_list
 from ibi_tools.local.gateway import LocalContext
+from ibi_tools.local.tables import LocalTablesClient
+from tests.conftest import dynamodb_client
 from tests.fakes import FakeClock
 
 EVENTS = Path(__file__).parents[2] / "events" / "archive"
@@ -51,10 +52,12 @@ def service_forms() -> Forms:
     return SERVICE
 
 
-@pytest.fixture
-def runtime(service_forms: Forms) -> Iterator[Runtime]:
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+@pytest.fixture(params=["moto", "local-tables"])
+def runtime(
+    service_forms: Forms, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Runtime]:
+    """The Archive over moto's S3 and, for its items, moto's DynamoDB or local mode's tables."""
+    with dynamodb_client(request.param, tmp_path) as dynamodb:
         s3 = boto3.client("s3", region_name="us-east-1", config=Config(signature_version="s3v4"))
         ensure_table(dynamodb, "archive-items")
         s3.create_bucket(Bucket="archive-files")
@@ -512,9 +515,18 @@ def _dynamodb_calls(runtime: Runtime) -> list[str]:
     """The DynamoDB operations the store's client makes from now on, in order."""
     calls: list[str] = []
     client = runtime.store._client  # type: ignore[attr-defined]
-    client.meta.events.register(
-        "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
-    )
+    if isinstance(client, LocalTablesClient):  # local mode's tables: one entry point
+        make_call = client._make_api_call
+
+        def noting(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+            calls.append(operation)
+            return make_call(operation, params)
+
+        client._make_api_call = noting  # type: ignore[method-assign]
+    else:
+        client.meta.events.register(
+            "before-call.dynamodb.*", lambda model, **_: calls.append(model.name)
+        )
     return calls
 
 

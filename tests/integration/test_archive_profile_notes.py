@@ -19,7 +19,7 @@ TABLE = "items"
 
 @pytest.fixture
 def client(dynamodb: Any) -> Any:
-    """The integration tests' moto client (tests/integration/conftest.py), with an items table."""
+    """The integration tests' client (moto, then local mode's tables), with an items table."""
     ensure_table(dynamodb, TABLE)
     return dynamodb
 
@@ -33,11 +33,21 @@ def _item(language: str | None, *translations: str) -> Item:
     )
 
 
+class _CountingUpdates:
+    """The client, noting each UpdateItem it is asked for (moto's or local mode's tables)."""
+
+    def __init__(self, client: Any, writes: list[str]) -> None:
+        self._client, self._writes = client, writes
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "update_item":
+            self._writes.append("UpdateItem")
+        return getattr(self._client, name)
+
+
 def test_each_language_is_noted_once_per_process(client: Any) -> None:
     writes: list[str] = []
-    client.meta.events.register(
-        "before-call.dynamodb.UpdateItem", lambda model, **_: writes.append(model.name)
-    )
+    client = _CountingUpdates(client, writes)
     store = DynamoItemStore(client, TABLE)
     store.note_item(_item("en"))
     store.note_item(_item("en"))

@@ -1,7 +1,7 @@
 """Many minters on one subsystem, through the real handler, over a race-free DynamoDB.
 
 8 client threads x 200 mints, served by 8 handler processes (as 8 Lambda execution
-environments would) over dynalite: every IBI unique, dates strictly increasing in commit
+environments would) over dynalite and over local mode's SQLite tables: every IBI unique, dates strictly increasing in commit
 order (each record names the date it replaced, and those links form one chain), every one
 recorded.
 """
@@ -25,14 +25,14 @@ THREADS = 8
 MINTS_PER_THREAD = 200
 
 
-def test_concurrent_mints_never_collide(dynalite_endpoint: Any) -> None:
-    dynalite, client = dynalite_endpoint
+def test_concurrent_mints_never_collide(race_free_store: Any) -> None:
+    client = race_free_store.client()
     settings = Settings.from_environment(minting_environment())
 
     def handler() -> Any:  # in each worker process, as in an execution environment
         from functions.minting.handler import lambda_handler
 
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        wiring.install(wiring.build(settings, dynamodb=race_free_store.client()))
         return lambda_handler
 
     gateway = LocalGateway("minting", handler, 0, workers=THREADS).start()
