@@ -1,14 +1,18 @@
-"""Minting throughput and latency on one subsystem, over dynalite (race-free, on loopback).
+"""Minting throughput and latency on one subsystem.
 
-The minting service (logic + DynamoDB store) is driven in-process by N client threads, each with
-its own service (as N Lambda execution environments: each keeps its own block of dates), so the
-conditional writes, the conflicts and the waits can be counted; a second run goes through the
-local API Gateway stand-in (HTTP, one handler process per concurrent request, as Lambda), its
-counters summed over the processes.
+The minting service (logic + DynamoDB store) is driven in-process by N client threads over
+dynalite (race-free, on loopback), each with its own service (as N Lambda execution
+environments: each keeps its own block of dates), so the conditional writes, the conflicts and
+the waits can be counted. A second run goes through the local API Gateway stand-in (HTTP) over
+local mode's tables, as ``ibi local`` serves it: with one handler process per concurrent
+request (as Lambda scales), and with two (as the peer run's ``ibi local``); its counters are
+summed over the processes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import http.client
 import json
 import multiprocessing
 import tempfile
@@ -24,8 +28,10 @@ from functions.minting import wiring
 from functions.minting.service import MintingService, MintRequest, MintStats
 from functions.minting.settings import Settings
 from functions.minting.store import ensure_tables
+from ibi_tools.local.federation import LOCAL_MINT_BLOCK_SECONDS
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.stores import Dynalite
+from ibi_tools.local.tables import LocalTables
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 TABLES = {"state": "bench-state", "record": "bench-record", "idempotency": "bench-idempotency"}
@@ -143,8 +149,18 @@ def in_process(
     }
 
 
-def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) -> dict[str, Any]:
-    settings = _settings("0.001")
+def through_gateway(
+    tables: LocalTables,
+    clients: int,
+    requests_per_client: int,
+    *,
+    workers: int,
+    block_seconds: str = "0",
+    keep_alive: bool = False,
+) -> dict[str, Any]:
+    """Mints through the gateway; ``keep_alive``: each client keeps its connection (as the
+    peer run's load generator does), else a new one per request."""
+    settings = dataclasses.replace(_settings("0.001"), block_seconds=Decimal(block_seconds))
     fork = multiprocessing.get_context("fork")
     # Summed over the worker processes: requests, state writes, blocks, conflicts, wait (µs).
     shared = [fork.Value("Q", 0) for _ in range(5)]
@@ -152,7 +168,7 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
     def handler() -> Any:  # in each worker process, after the fork
         from functions.minting.handler import lambda_handler
 
-        stats = wiring.install(wiring.build(settings, dynamodb=dynalite.client())).service.stats
+        stats = wiring.install(wiring.build(settings, dynamodb=tables.client())).service.stats
 
         def counted(event: dict[str, Any], context: Any) -> Any:
             before = _totals(stats)
@@ -165,18 +181,26 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
 
         return counted
 
-    gateway = LocalGateway("minting", handler, 0, workers=max(2, clients)).start()
+    gateway = LocalGateway("minting", handler, 0, workers=workers).start()
     latencies: list[float] = []
     lock = threading.Lock()
 
     def client() -> None:
+        kept = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
         for _ in range(requests_per_client):
             started = time.perf_counter()
-            request = urllib.request.Request(gateway.url + "/mint", data=b"{}", method="POST")
-            with urllib.request.urlopen(request, timeout=30) as response:
-                response.read()
+            if keep_alive:
+                kept.request("POST", "/mint", body=b"{}")
+                with kept.getresponse() as response:
+                    response.read()
+                    assert response.status == 200, response.status
+            else:
+                request = urllib.request.Request(gateway.url + "/mint", data=b"{}", method="POST")
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    response.read()
             with lock:
                 latencies.append(time.perf_counter() - started)
+        kept.close()
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
     started = time.perf_counter()
@@ -192,6 +216,9 @@ def through_gateway(dynalite: Dynalite, clients: int, requests_per_client: int) 
     total = MintStats(requests, writes, conflicts, blocks, waited_us / 1e6)
     return {
         "clients": clients,
+        "workers": workers,
+        "block_seconds": block_seconds,
+        "keep_alive": keep_alive,
         "ibis_per_second": round(len(latencies) / wall, 1),
         "state_writes_per_request": round(writes / max(requests, 1), 4),
         **_counters([total], max(requests, 1)),
@@ -218,6 +245,7 @@ def run(quick: bool) -> dict[str, Any]:
         "coarse": [],
         "subsystems": [],
         "gateway": [],
+        "gateway_two_workers": [],
     }
     with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
         ensure_tables(dynalite.client(), TABLES)
@@ -238,8 +266,25 @@ def run(quick: bool) -> dict[str, Any]:
         results["subsystems"].append(
             in_process(dynalite, 16, max(2, per_client // 8), 1, "0.001", subsystems=4)
         )
+        tables = LocalTables(Path(folder) / "tables.sqlite3")
+        ensure_tables(tables.client(), TABLES)
         for clients in [1, 4, 16] if quick else [1, 4, 8, 16]:
-            results["gateway"].append(through_gateway(dynalite, clients, 20 if quick else 40))
+            requests = 20 if quick else 40
+            results["gateway"].append(
+                through_gateway(tables, clients, requests, workers=max(2, clients))
+            )
+        for clients in [1, 4, 16]:  # as the peer run's ibi local: two workers, kept connections
+            for block in ("0", LOCAL_MINT_BLOCK_SECONDS):
+                results["gateway_two_workers"].append(
+                    through_gateway(
+                        tables,
+                        clients,
+                        40 if quick else 100,
+                        workers=2,
+                        block_seconds=block,
+                        keep_alive=True,
+                    )
+                )
     save("minting", results)
     plot(
         "minting",
