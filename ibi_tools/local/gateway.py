@@ -7,7 +7,7 @@ Like Lambda, each handler serves one request at a time, in its own process: the 
 binds the port and forks ``workers`` processes that take turns accepting on it. (Powertools'
 event handler keeps the current event in a class attribute, so handlers must not share a
 process between concurrent requests; Lambda never does that, and neither does this.)
-Connections are HTTP/1.1 and kept alive, as API Gateway's are (``h11`` frames them); an idle
+Connections are HTTP/1.1 and kept alive, as API Gateway's are (``httptools`` parses them); an idle
 connection never holds a worker (see :class:`_Worker`).
 """
 
@@ -32,7 +32,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import h11
+import httptools
 
 from ibi_tools.local.stores import LOOPBACK, die_with_parent
 
@@ -242,18 +242,92 @@ def _serve(
     _Worker(name, listening, factory(), served).serve_forever()
 
 
-class _Client:
-    """One connection this worker accepted: its HTTP/1.1 state and the request being read."""
+@dataclass
+class _Request:
+    """One request as the parser delivered it, whole."""
 
-    __slots__ = ("address", "body", "http", "last", "request", "sock")
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    keep_alive: bool
+
+
+class _Client:
+    """One connection this worker accepted, its HTTP/1.1 parser (``httptools``: llhttp, the
+    parser of Node.js) and the requests it has read whole and not yet answered."""
 
     def __init__(self, sock: socket.socket, address: tuple[str, int]) -> None:
         self.sock = sock
         self.address = address
-        self.http = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        self.parser = httptools.HttpRequestParser(self)
         self.last = time.monotonic()
-        self.request: h11.Request | None = None
+        self.ready: list[_Request] = []
+        self.refusal: tuple[int, bytes] | None = None  # answered, then closed
+        self.head_bytes = 0  # bytes received since the last request ended
+        self.in_head = True
+        self._reset()
+
+    def _reset(self) -> None:
+        self.url = bytearray()
+        self.headers: list[tuple[str, str]] = []
         self.body = bytearray()
+
+    # httptools' callbacks
+    def on_message_begin(self) -> None:
+        self._reset()
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.decode("latin-1"), value.decode("latin-1")))
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+        length = _header(self.headers, "content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            self.refusal = (413, b"request body too large\n")
+            raise _Refused
+        if (_header(self.headers, "expect") or "").lower() == "100-continue":
+            self.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        self.body += body
+        if len(self.body) > MAX_BODY:
+            self.refusal = (413, b"request body too large\n")
+            raise _Refused
+
+    def on_message_complete(self) -> None:
+        self.ready.append(
+            _Request(
+                method=self.parser.get_method().decode("ascii"),
+                target=self.url.decode("latin-1"),
+                headers=self.headers,
+                body=bytes(self.body),
+                keep_alive=self.parser.should_keep_alive(),
+            )
+        )
+        self.in_head, self.head_bytes = True, 0
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``; a request the gateway refuses sets :attr:`refusal`."""
+        if self.in_head:
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_HEAD:  # llhttp itself bounds no head
+                self.refusal = (431, b"request header fields too large\n")
+                return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass  # answered as any request; no protocol switch (API Gateway makes none)
+        except httptools.HttpParserError:  # malformed, or a callback refused (_Refused)
+            if self.refusal is None:
+                self.refusal = (400, b"bad request\n")
+
+
+class _Refused(Exception):
+    """Raised in a parser callback to stop at a request the gateway refuses itself."""
 
 
 class _Worker:
@@ -302,72 +376,52 @@ class _Worker:
         try:
             data = client.sock.recv(READ_SIZE)
         except OSError:
+            data = b""
+        if not data:  # the client closed its side (a request cut short is not answered)
             self._close(client)
             return
         client.last = time.monotonic()
         try:
-            client.http.receive_data(data)  # b"": the client closed its side
-        except h11.RemoteProtocolError:
+            client.feed(data)
+        except OSError:  # the 100 Continue could not be sent
             self._close(client)
             return
-        self._advance(client)
-
-    def _advance(self, client: _Client) -> None:
-        """Act on every event the bytes received so far make (pipelined requests too)."""
-        while client.sock.fileno() >= 0:
-            try:
-                event = client.http.next_event()
-            except h11.RemoteProtocolError as error:
-                status = error.error_status_hint
-                self._refuse(client, status, f"{HTTPStatus(status).phrase}\n".encode())
-                return
-            if event is h11.NEED_DATA:
-                if client.http.they_are_waiting_for_100_continue:
-                    self._send(client, h11.InformationalResponse(status_code=100, headers=[]))
-                return
-            if isinstance(event, h11.Request):
-                client.request, client.body = event, bytearray()
-                length = _header(event.headers, b"content-length")
-                if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-                    self._refuse(client, 413, b"request body too large\n")
-                    return
-            elif isinstance(event, h11.Data):
-                client.body += event.data
-                if len(client.body) > MAX_BODY:
-                    self._refuse(client, 413, b"request body too large\n")
-                    return
-            elif isinstance(event, h11.EndOfMessage):
-                self._answer(client)
-                if not self._next_cycle(client):
-                    return
-            else:  # ConnectionClosed, or PAUSED after a request the worker refused
+        while client.ready and client.sock.fileno() >= 0:
+            request = client.ready.pop(0)
+            self._answer(client, request)
+            if not request.keep_alive:
                 self._close(client)
-                return
+        if client.refusal is not None and client.sock.fileno() >= 0:
+            status, text = client.refusal
+            self._reply(client, status, {"content-type": "text/plain"}, text, close=True)
+            self._close(client)
 
-    def _answer(self, client: _Client) -> None:
-        request = client.request
-        assert request is not None
-        headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in request.headers]
+    def _answer(self, client: _Client, request: _Request) -> None:
         event = build_event(
-            method=request.method.decode("ascii"),
-            target=request.target.decode("latin-1"),
-            headers=headers,
-            body=bytes(client.body),
+            method=request.method,
+            target=request.target,
+            headers=request.headers,
+            body=request.body,
             source_ip=client.address[0],
-            host=(_header(request.headers, b"host") or b"127.0.0.1").decode("latin-1"),
+            host=_header(request.headers, "host") or "127.0.0.1",
         )
         context = LocalContext(self.name, event["requestContext"]["requestId"])
+        head = request.method == "HEAD"
+        close = not request.keep_alive
         try:
             answer = self.handler(event, context)
-        except Exception:  # the Lambda would have failed: API Gateway answers 500
+            headers = {k.lower(): str(v) for k, v in (answer.get("headers") or {}).items()}
+            raw = answer.get("body") or ""
+            payload = (
+                base64.b64decode(raw) if answer.get("isBase64Encoded") else raw.encode("utf-8")
+            )
+            status = int(answer.get("statusCode", 200))
+            cookies = answer.get("cookies")
+            self._reply(client, status, headers, payload, cookies, head=head, close=close)
+        except Exception:  # the Lambda failed, or answered what HTTP cannot carry: a 500
             traceback.print_exc()
-            self._reply(client, 500, {"content-type": "application/json"}, INTERNAL_ERROR)
-            return
-        headers_out = {k.lower(): str(v) for k, v in (answer.get("headers") or {}).items()}
-        raw = answer.get("body") or ""
-        payload = base64.b64decode(raw) if answer.get("isBase64Encoded") else raw.encode("utf-8")
-        status = int(answer.get("statusCode", 200))
-        self._reply(client, status, headers_out, payload, answer.get("cookies"))
+            json_type = {"content-type": "application/json"}
+            self._reply(client, 500, json_type, INTERNAL_ERROR, head=head, close=close)
 
     def _reply(
         self,
@@ -377,56 +431,36 @@ class _Worker:
         payload: bytes,
         cookies: list[str] | None = None,
         *,
+        head: bool = False,
         close: bool = False,
     ) -> None:
-        with self.served.get_lock():
-            self.served.value += 1
-        fields = [("date", _date()), ("server", SERVER)]
-        fields += [
-            (name, value)
+        lines = [
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase if status in _STATUSES else ''}",
+            f"date: {_date()}",
+            f"server: {SERVER}",
+        ]
+        lines += [
+            f"{name}: {value}"
             for name, value in headers.items()
             if name not in {"content-length", "connection", "transfer-encoding", "date"}
         ]
-        fields += [("set-cookie", cookie) for cookie in cookies or []]
-        fields.append(("content-length", str(len(payload))))
+        lines += [f"set-cookie: {cookie}" for cookie in cookies or []]
+        lines.append(f"content-length: {len(payload)}")
         if close or len(self.clients) > MAX_KEPT:
-            fields.append(("connection", "close"))
-        reason = HTTPStatus(status).phrase if status in _STATUSES else ""
-        response = h11.Response(status_code=status, headers=fields, reason=reason)
-        head = client.request is not None and client.request.method == b"HEAD"
+            lines.append("connection: close")
+            client.ready.clear()
+            client.refusal = None
+        if any("\r" in line or "\n" in line for line in lines):
+            raise ValueError("a header holds a line break")  # never split into two headers
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")  # else a 500
+        with self.served.get_lock():
+            self.served.value += 1
         try:
-            data = client.http.send(response) or b""
-            if payload and not head:
-                data += client.http.send(h11.Data(data=payload)) or b""
-            data += client.http.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError:  # a header the function set that HTTP cannot carry
-            traceback.print_exc()
+            client.sock.sendall(data if head else data + payload)  # one send per answer
+        except OSError:
             self._close(client)
             return
-        self._write(client, data)  # the status line, the headers and the body: one send
-
-    def _refuse(self, client: _Client, status: int, text: bytes) -> None:
-        """Answer a request this gateway refuses itself, and close the connection."""
-        if client.http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            self._reply(client, status, {"content-type": "text/plain"}, text, close=True)
-        self._close(client)
-
-    def _next_cycle(self, client: _Client) -> bool:
-        """Ready for the connection's next request (False: it was closed)."""
-        if client.http.our_state is h11.DONE and client.http.their_state is h11.DONE:
-            client.http.start_next_cycle()
-            client.request, client.body = None, bytearray()
-            return True
-        self._close(client)
-        return False
-
-    def _send(self, client: _Client, event: Any) -> None:
-        self._write(client, client.http.send(event) or b"")
-
-    def _write(self, client: _Client, data: bytes) -> None:
-        try:
-            client.sock.sendall(data)
-        except OSError:
+        if close or len(self.clients) > MAX_KEPT:
             self._close(client)
 
     def _close(self, client: _Client) -> None:
@@ -443,10 +477,10 @@ class _Worker:
             self._close(client)
 
 
-def _header(headers: Any, name: bytes) -> bytes | None:
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
     for key, value in headers:
-        if key == name:
-            return bytes(value)
+        if key.lower() == name:
+            return value
     return None
 
 

@@ -117,6 +117,25 @@ def test_an_archive_that_closes_its_connections_is_asked_on_fresh_ones() -> None
     assert server.connections == 3
 
 
+def test_an_answer_without_a_length_ends_with_the_connection() -> None:
+    """HTTP/1.0 framing: no Content-Length, no chunks; the body is what comes before the close."""
+    unframed = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nstate Original\r\n"
+    transport = ArchiveTransport(LOOPBACK_ONLY)
+    with scripted(lambda n: unframed, keep=False) as server:
+        for _ in range(2):
+            assert get(transport, server).word("state") == "Original"
+    assert server.connections == 2  # never kept
+
+
+def test_an_interim_answer_is_skipped_for_the_real_one() -> None:
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n" + ok()
+    transport = ArchiveTransport(LOOPBACK_ONLY)
+    with scripted(lambda n: interim) as server:
+        assert get(transport, server).word("state") == "Original"
+        assert get(transport, server).word("state") == "Original"
+    assert server.connections == 1
+
+
 def test_a_kept_connection_closed_by_the_archive_is_retried_once_on_a_fresh_one() -> None:
     """The Archive hangs up on a kept connection without a word (its idle timeout)."""
     transport = ArchiveTransport(LOOPBACK_ONLY)
