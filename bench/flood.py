@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import http.client
 import random
+import socket
+import struct
 import tempfile
 import threading
 import time
@@ -49,6 +51,7 @@ ANSWER = (
     "timestamp 2009-07-21T14:43:31Z\nurl http://a.example/doc.pdf\nurlkey 1427244889-5349022633744855\n"
 )
 FLOOD_THREADS = 4
+NO_LINGER = struct.pack("ii", 1, 0)  # close with a reset: no TIME_WAIT left behind
 FLOOD_SOURCES = 8  # 127.0.0.10 … 127.0.0.17: the registered Archive's guessers
 
 
@@ -62,6 +65,11 @@ def _get(port: int, target: str, source: str = "127.0.0.1") -> int:
         answer.read()
         return answer.status
     finally:
+        # The gateway keeps connections alive, so this side closes first: without a reset,
+        # 40,000 connections bound to a few source addresses would leave their ports in
+        # TIME_WAIT and run out of them (each request keeps its own connection, as before).
+        if connection.sock is not None:
+            connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, NO_LINGER)
         connection.close()
 
 

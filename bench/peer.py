@@ -476,6 +476,42 @@ def _negotiated(archive: Any, resolver_url: str, rounds: int) -> dict[str, Any]:
     }
 
 
+def _exact_counts(archive: Any, resolver_port: int, resolutions: int) -> dict[str, Any]:
+    """Access counts under load (issue 14: "with access counts still exact"): a new item
+    resolved ``resolutions`` times by 16 clients at once (kept connections), then, once the
+    acknowledgments are drained, the accesses its Archive counted."""
+    item = archive.create({"url": "https://example.org/counted"})
+    target = f"/{item['ibi']['ibip']}"
+    redirects = [0]
+    lock = threading.Lock()
+
+    def client(share: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", resolver_port, timeout=30)
+        try:
+            for _ in range(share):
+                status, _, _ = exchange(connection, "GET", target)
+                if status == 302:
+                    with lock:
+                        redirects[0] += 1
+        finally:
+            connection.close()
+
+    shares = [resolutions // 16 + (1 if n < resolutions % 16 else 0) for n in range(16)]
+    threads = [threading.Thread(target=client, args=(share,)) for share in shares]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    deadline = time.monotonic() + 30
+    counted = archive.item(item["ibi"]["ibip"])["accesses"]
+    while counted < redirects[0] and time.monotonic() < deadline:
+        time.sleep(0.2)  # the acknowledgments still in the queue
+        counted = archive.item(item["ibi"]["ibip"])["accesses"]
+    time.sleep(1.0)  # and none counted twice
+    counted = archive.item(item["ibi"]["ibip"])["accesses"]
+    return {"resolutions": resolutions, "redirects": redirects[0], "accesses": counted}
+
+
 def run(quick: bool) -> dict[str, Any]:
     seconds, slices, rounds = (1.2, 2, 20) if quick else (6.0, 4, 200)
     load = round(os.getloadavg()[0], 2)  # the machine's other work, at the start and the end
@@ -486,6 +522,9 @@ def run(quick: bool) -> dict[str, Any]:
         measured = measure([ibi.system, peer], seconds, slices)
         ours = measured["ibi"] | _breakdown(ibi, rounds)
         ours["negotiated"] = _negotiated(ibi.archive, ibi.federation.resolver_url, rounds)
+        ours["exact_counts"] = _exact_counts(
+            ibi.archive, ibi.federation.resolver_port, 400 if quick else 2000
+        )
     theirs = {"server": "gunicorn, 2 sync workers, SQLite (WAL)", **measured["arklet"]}
     result = {
         "load_average": [load, round(os.getloadavg()[0], 2)],
