@@ -91,7 +91,7 @@ def prepare_data_dir(data_dir: Path) -> None:
 
 # Blocks of dates in local mode (docs/decisions.md, "Blocks of dates"): its few workers each
 # keep the kept-alive connections of their clients, so a client's requests meet the block its
-# worker claimed; 5 ms takes 4 and 16 clients from about 1.6 to about 0.2 state writes per
+# worker claimed; 5 ms takes 4 and 16 clients from about 1.9 to about 0.2 state writes per
 # request at the same throughput (bench/history.md). Lambda, one environment per request in
 # flight, has no such affinity: off there (the default).
 LOCAL_MINT_BLOCK_SECONDS = "0.005"
@@ -117,7 +117,7 @@ def copy_from_dynalite(directory: Path, path: Path) -> int:
     The number of items copied."""
     print(f"ibi local: copying the tables in {directory} into {path.name}", file=sys.stderr)
     partial = path.with_name(path.name + ".partial")
-    for leftover in (partial, partial.with_name(partial.name + "-wal")):
+    for leftover in (partial, *(partial.with_name(partial.name + end) for end in ("-wal", "-shm"))):
         leftover.unlink(missing_ok=True)
     target = LocalTables(partial)
     client = LocalTablesClient(partial)
