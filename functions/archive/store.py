@@ -367,5 +367,6 @@ TABLE_SCHEMA: dict[str, Any] = {
 
 
 def ensure_table(client: DynamoDBClient, name: str) -> None:
-    """Create the items table if missing (local mode and tests only)."""
-    create_table(client, name, TABLE_SCHEMA)
+    """Create the items table if missing, TTL on ``expires_at`` (spent urlkeys), as the stack
+    makes it (local mode and tests only)."""
+    create_table(client, name, TABLE_SCHEMA, ttl="expires_at")

@@ -417,6 +417,7 @@ def _record_from_item(item: dict[str, Any]) -> MintRecord:
 
 
 # Table shapes, for local mode and tests (the CDK construct declares the same for AWS).
+TTL = {"idempotency": "expires_at"}  # as the stack declares it (infra/minting.py)
 TABLE_SCHEMAS: dict[str, dict[str, Any]] = {
     "state": {
         "KeySchema": [{"AttributeName": "subsystem", "KeyType": "HASH"}],
@@ -442,4 +443,4 @@ TABLE_SCHEMAS: dict[str, dict[str, Any]] = {
 def ensure_tables(client: DynamoDBClient, names: dict[str, str]) -> None:
     """Create the minting tables that do not exist yet (local mode and tests only)."""
     for role, name in names.items():
-        ensure_table(client, name, TABLE_SCHEMAS[role])
+        ensure_table(client, name, TABLE_SCHEMAS[role], ttl=TTL.get(role))

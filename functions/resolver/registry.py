@@ -265,5 +265,5 @@ def ensure_table(client: DynamoDBClient, name: str, throttle_table: str | None =
     as the settings name it) if missing (local mode and tests only)."""
     from functions.resolver import throttle
 
-    dynamo.ensure_table(client, name, TABLE_SCHEMA)
+    dynamo.ensure_table(client, name, TABLE_SCHEMA, ttl="expires_at")
     throttle.ensure_table(client, throttle_table or throttle.default_table(name))

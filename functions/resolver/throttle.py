@@ -125,6 +125,6 @@ class DynamoThrottle:
 
 
 def ensure_table(client: DynamoDBClient, name: str) -> None:
-    """Create the throttle table if missing (local mode and tests only; in AWS, CDK makes it
-    with its TTL on: dynalite keeps no TTL, and local mode has one source, loopback)."""
-    dynamo.ensure_table(client, name, TABLE_SCHEMA)
+    """Create the throttle table if missing, TTL on its windows' ends, as CDK makes it in AWS
+    (local mode and tests only)."""
+    dynamo.ensure_table(client, name, TABLE_SCHEMA, ttl=TTL_ATTRIBUTE)

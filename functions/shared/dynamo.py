@@ -61,15 +61,29 @@ def translate(error: BaseException, action: str, failure: StoreFailure) -> Excep
     return failure(f"{action}: {code}", throttled=is_throttled(error))
 
 
-def ensure_table(client: DynamoDBClient, name: str, schema: dict[str, Any]) -> None:
-    """Create table ``name`` with ``schema`` if it is missing (local mode and tests only)."""
-    if name in client.list_tables().get("TableNames", []):
+def ensure_table(
+    client: DynamoDBClient, name: str, schema: dict[str, Any], *, ttl: str | None = None
+) -> None:
+    """Create table ``name`` with ``schema`` if it is missing, with its TTL on ``ttl`` as the
+    stack declares it (local mode and tests only; a backend without TTL keeps every item)."""
+    if name not in client.list_tables().get("TableNames", []):
+        made = client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **schema)
+        if made.get("TableDescription", {}).get("TableStatus") != "ACTIVE":
+            client.get_waiter("table_exists").wait(
+                TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+            )
+    if ttl is None:
         return
-    made = client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **schema)
-    if made.get("TableDescription", {}).get("TableStatus") != "ACTIVE":
-        client.get_waiter("table_exists").wait(
-            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    try:  # a table made by an earlier version, without its TTL, gets it too
+        described = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if described.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+            return
+        client.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl}
         )
+    except ClientError as error:
+        if error_code(error) not in ("UnknownOperationException", "ValidationException"):
+            raise  # (dynalite answers UnknownOperationException: it keeps no TTL)
 
 
 class StoreError(Exception):

@@ -21,6 +21,9 @@ are atomic across every worker process and thread (WAL; readers never wait). The
 ``synchronous=NORMAL``: a crash of any process loses nothing; a power cut may lose the last
 transactions (as dynalite's LevelDB, which did not sync either).
 
+TTL (``UpdateTimeToLive``): a client removes a table's expired items after a write, at most
+once a minute; until then reads may still find them, as in DynamoDB.
+
 Not answered (no store uses them): nested attribute paths, binary (``B``, ``BS``) values,
 secondary indexes, transactions, and the 1 MB page of Query and Scan (a page ends at
 ``Limit`` only).
@@ -34,6 +37,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Context, Decimal, InvalidOperation
 from functools import lru_cache
@@ -47,6 +51,7 @@ from ibi_tools.local.stores import PRIVATE_FILE
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+SWEEP_SECONDS = 60.0  # how often a client removes a TTL table's expired items, at most
 # DynamoDB numbers: 38 significant digits.
 NUMBERS = Context(prec=38)
 ITEM_LIMIT = 400 * 1024
@@ -592,6 +597,7 @@ class _Table:
         self.hash = keys["HASH"]
         self.range = keys.get("RANGE")
         self.types = {n: types[n] for n in (self.hash, self.range) if n is not None}
+        self.ttl: str | None = schema.get("TimeToLive")  # the attribute, when TTL is on
 
     def key_of(self, item: Record, *, exact: bool) -> tuple[str, str]:
         """``(pk, sk)`` of an item or key, as stored; ``exact``: nothing but the key."""
@@ -688,10 +694,12 @@ class LocalTablesClient:
     gateway forks its workers works in each of them).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, sweep_seconds: float = SWEEP_SECONDS) -> None:
         self.path = Path(path)
         self._local = threading.local()
         self._tables: dict[str, _Table] = {}
+        self.sweep_seconds = sweep_seconds
+        self._swept: dict[str, float] = {}  # table -> when this client last removed expired items
 
     # One entry point, as botocore's ``BaseClient._make_api_call`` (the tests' IAM check
     # records calls there): the operation's name and its parameters.
@@ -705,6 +713,8 @@ class LocalTablesClient:
     list_tables = _operation("ListTables")
     create_table = _operation("CreateTable")
     describe_table = _operation("DescribeTable")
+    update_time_to_live = _operation("UpdateTimeToLive")
+    describe_time_to_live = _operation("DescribeTimeToLive")
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         method = getattr(self, "_" + _SNAKE.sub("_", operation_name).lower())
@@ -787,7 +797,7 @@ class LocalTablesClient:
                     )
             else:
                 if _size(new) > ITEM_LIMIT:
-                    raise _Invalid("Record size has exceeded the maximum allowed size")
+                    raise _Invalid("Item size has exceeded the maximum allowed size")
                 connection.execute(
                     "INSERT OR REPLACE INTO items (tbl, pk, sk, item) VALUES (?, ?, ?, ?)",
                     (table.name, *key, json.dumps(new, separators=(",", ":"))),
@@ -796,7 +806,23 @@ class LocalTablesClient:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+        if table.ttl is not None:
+            self._expire(table)
         return old
+
+    def _expire(self, table: _Table) -> None:
+        """Remove the table's expired items, at most once per :attr:`sweep_seconds` per client
+        (TTL, as DynamoDB applies it: items whose TTL attribute, a number of seconds since 1970,
+        has passed; until then a read may still find them, as in DynamoDB)."""
+        now = time.monotonic()
+        if now - self._swept.get(table.name, float("-inf")) < self.sweep_seconds:
+            return
+        self._swept[table.name] = now
+        path = '$."' + (table.ttl or "").replace('"', '\\"') + '".N'
+        self._connection().execute(
+            "DELETE FROM items WHERE tbl = ? AND CAST(json_extract(item, ?) AS REAL) < ?",
+            (table.name, path, time.time()),
+        )
 
     def _guard(self, operation: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         try:
@@ -1072,6 +1098,40 @@ class LocalTablesClient:
 
     def _describe_table(self, *, TableName: str) -> dict[str, Any]:
         return {"Table": self._table(TableName, "DescribeTable").description()}
+
+    def _update_time_to_live(
+        self, *, TableName: str, TimeToLiveSpecification: dict[str, Any]
+    ) -> dict[str, Any]:
+        table = self._table(TableName, "UpdateTimeToLive")
+        enabled = TimeToLiveSpecification.get("Enabled")
+        attribute = TimeToLiveSpecification.get("AttributeName")
+        if not isinstance(enabled, bool) or not isinstance(attribute, str) or not attribute:
+            raise _fail(
+                "ValidationException",
+                "TimeToLiveSpecification takes Enabled and AttributeName",
+                "UpdateTimeToLive",
+            )
+        if enabled == (table.ttl is not None):  # as DynamoDB: no change is an error
+            state = "enabled" if enabled else "disabled"
+            raise _fail("ValidationException", f"TimeToLive is already {state}", "UpdateTimeToLive")
+        schema = dict(table.schema)
+        if enabled:
+            schema["TimeToLive"] = attribute
+        else:
+            schema.pop("TimeToLive", None)
+        self._connection().execute(
+            "UPDATE tables SET schema = ? WHERE name = ?", (json.dumps(schema), TableName)
+        )
+        self._tables[TableName] = _Table(TableName, schema)
+        return {"TimeToLiveSpecification": {"Enabled": enabled, "AttributeName": attribute}}
+
+    def _describe_time_to_live(self, *, TableName: str) -> dict[str, Any]:
+        table = self._table(TableName, "DescribeTimeToLive")
+        if table.ttl is None:
+            return {"TimeToLiveDescription": {"TimeToLiveStatus": "DISABLED"}}
+        return {
+            "TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED", "AttributeName": table.ttl}
+        }
 
     def items(self, table_name: str) -> Iterator[Record]:
         """Every item of a table (for copying and inspection, not a DynamoDB call)."""
