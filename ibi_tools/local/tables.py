@@ -59,9 +59,13 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, schema TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
     tbl TEXT NOT NULL, pk TEXT NOT NULL, sk TEXT NOT NULL, item TEXT NOT NULL,
+    expires REAL,  -- the TTL attribute's value, when the table has a TTL and it is a number
     PRIMARY KEY (tbl, pk, sk)
 ) WITHOUT ROWID;
 """
+EXPIRY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS items_expiry ON items (tbl, expires) WHERE expires IS NOT NULL"
+)
 
 Record = dict[str, Any]  # an item: attribute names to typed values
 
@@ -599,6 +603,13 @@ class _Table:
         self.types = {n: types[n] for n in (self.hash, self.range) if n is not None}
         self.ttl: str | None = schema.get("TimeToLive")  # the attribute, when TTL is on
 
+    def expiry(self, item: Record) -> float | None:
+        """When ``item`` expires (the TTL attribute, a number), or None."""
+        value = item.get(self.ttl) if self.ttl is not None else None
+        if isinstance(value, dict) and "N" in value:
+            return float(_number(value["N"]))
+        return None
+
     def key_of(self, item: Record, *, exact: bool) -> tuple[str, str]:
         """``(pk, sk)`` of an item or key, as stored; ``exact``: nothing but the key."""
         if exact and set(item) != set(self.types):
@@ -640,10 +651,18 @@ class LocalTables:
         if not self.path.exists():  # (closing any descriptor of an open database would
             # drop this process's locks on it: only a file no connection has open yet)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE))
-        with self._open() as connection:
+        connection = self._open()
+        try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.executescript(SCHEMA)
-        connection.close()
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(items)")}
+            if "expires" not in columns:  # a file made before TTL was kept: its column
+                connection.execute("ALTER TABLE items ADD COLUMN expires REAL")
+                for name, schema in connection.execute("SELECT name, schema FROM tables"):
+                    _note_expiry(connection, name, json.loads(schema).get("TimeToLive"))
+            connection.execute(EXPIRY_INDEX)
+        finally:
+            connection.close()
 
     def _open(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -799,8 +818,9 @@ class LocalTablesClient:
                 if _size(new) > ITEM_LIMIT:
                     raise _Invalid("Item size has exceeded the maximum allowed size")
                 connection.execute(
-                    "INSERT OR REPLACE INTO items (tbl, pk, sk, item) VALUES (?, ?, ?, ?)",
-                    (table.name, *key, json.dumps(new, separators=(",", ":"))),
+                    "INSERT OR REPLACE INTO items (tbl, pk, sk, item, expires) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (table.name, *key, json.dumps(new, separators=(",", ":")), table.expiry(new)),
                 )
         except BaseException:
             connection.execute("ROLLBACK")
@@ -818,10 +838,8 @@ class LocalTablesClient:
         if now - self._swept.get(table.name, float("-inf")) < self.sweep_seconds:
             return
         self._swept[table.name] = now
-        path = '$."' + (table.ttl or "").replace('"', '\\"') + '".N'
         self._connection().execute(
-            "DELETE FROM items WHERE tbl = ? AND CAST(json_extract(item, ?) AS REAL) < ?",
-            (table.name, path, time.time()),
+            "DELETE FROM items WHERE tbl = ? AND expires < ?", (table.name, time.time())
         )
 
     def _guard(self, operation: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -1119,9 +1137,17 @@ class LocalTablesClient:
             schema["TimeToLive"] = attribute
         else:
             schema.pop("TimeToLive", None)
-        self._connection().execute(
-            "UPDATE tables SET schema = ? WHERE name = ?", (json.dumps(schema), TableName)
-        )
+        connection = self._connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(
+                "UPDATE tables SET schema = ? WHERE name = ?", (json.dumps(schema), TableName)
+            )
+            _note_expiry(connection, TableName, schema.get("TimeToLive"))
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
         self._tables[TableName] = _Table(TableName, schema)
         return {"TimeToLiveSpecification": {"Enabled": enabled, "AttributeName": attribute}}
 
@@ -1166,6 +1192,19 @@ def _mark(node: Any, scope: _Scope) -> None:
         return
     for child in node:
         _mark(child, scope)
+
+
+def _note_expiry(connection: sqlite3.Connection, table: str, ttl: str | None) -> None:
+    """Set the ``expires`` column of every item of ``table`` from its TTL attribute ``ttl``
+    (None: the table has no TTL, nothing expires)."""
+    if ttl is None:
+        connection.execute("UPDATE items SET expires = NULL WHERE tbl = ?", (table,))
+        return
+    path = '$."' + ttl.replace('"', '\\"') + '".N'
+    connection.execute(
+        "UPDATE items SET expires = CAST(json_extract(item, ?) AS REAL) WHERE tbl = ?",
+        (path, table),
+    )
 
 
 def _filtered(

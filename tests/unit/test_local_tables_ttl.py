@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,3 +99,32 @@ def test_a_table_without_ttl_keeps_every_item(tmp_path: Path) -> None:
     _put(client, "expired", {"N": str(int(time.time()) - 5)})
     _put(client, "other", None)
     assert _labels(client) == ["expired", "other"]
+
+
+def test_turning_the_ttl_on_covers_the_items_already_there(tmp_path: Path) -> None:
+    tables = LocalTables(tmp_path / "t.sqlite3")
+    client = LocalTablesClient(tables.path, sweep_seconds=0)
+    ensure_table(client, "items", SCHEMA)  # no TTL yet
+    _put(client, "expired", {"N": str(int(time.time()) - 5)})
+    ensure_items_table(client, "items")  # the TTL, as a later start turns it on
+    _put(client, "next", None)
+    assert _labels(client) == ["next"]
+
+
+def test_a_file_from_before_the_expiry_column_gets_it_filled(tmp_path: Path) -> None:
+    path = tmp_path / "t.sqlite3"
+    with sqlite3.connect(path) as old:  # the layout of this morning's files
+        old.executescript(
+            "CREATE TABLE tables (name TEXT PRIMARY KEY, schema TEXT NOT NULL);"
+            "CREATE TABLE items (tbl TEXT NOT NULL, pk TEXT NOT NULL, sk TEXT NOT NULL,"
+            " item TEXT NOT NULL, PRIMARY KEY (tbl, pk, sk)) WITHOUT ROWID;"
+        )
+        schema = {**SCHEMA, "TimeToLive": "expires_at"}
+        old.execute("INSERT INTO tables VALUES ('items', ?)", (json.dumps(schema),))
+        expired = {"label": {"S": "expired"}, "expires_at": {"N": str(int(time.time()) - 5)}}
+        old.execute("INSERT INTO items VALUES ('items', 'expired', '', ?)", (json.dumps(expired),))
+    old.close()
+    client = LocalTablesClient(LocalTables(path).path, sweep_seconds=0)
+    assert _labels(client) == ["expired"]  # readable until a sweep, as before
+    _put(client, "next", None)
+    assert _labels(client) == ["next"]
