@@ -11,7 +11,7 @@ All requests run on one asyncio event loop, on a thread of its own (started on f
 again in a forked child): a round of N Archives is N coroutines, not N threads, and a
 connection that answered is kept for the next request to the same Archive (HTTP/1.1
 keep-alive; for HTTPS, no second TLS handshake). Answers are parsed by ``httptools`` (llhttp,
-the parser of Node.js; issue 14: a tenth of ``h11``'s CPU per answer).
+the parser of Node.js; issue 14: about 1.5 µs of CPU per answer, where h11 took about 65).
 """
 
 from __future__ import annotations
