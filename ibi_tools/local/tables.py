@@ -143,10 +143,6 @@ def _checked(value: Any, where: str) -> Any:
     raise _Invalid(f"{where}: {kind} is not an attribute type (or its value is malformed)")
 
 
-def _size(item: Record) -> int:
-    return len(json.dumps(item, separators=(",", ":")).encode())
-
-
 def _equal(a: Any, b: Any) -> bool:
     (ka, va), (kb, vb) = next(iter(a.items())), next(iter(b.items()))
     if ka != kb:
@@ -815,12 +811,13 @@ class LocalTablesClient:
                         (table.name, *key),
                     )
             else:
-                if _size(new) > ITEM_LIMIT:
+                stored = json.dumps(new, separators=(",", ":"))  # its size, roughly DynamoDB's
+                if len(stored.encode()) > ITEM_LIMIT:
                     raise _Invalid("Item size has exceeded the maximum allowed size")
                 connection.execute(
                     "INSERT OR REPLACE INTO items (tbl, pk, sk, item, expires) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (table.name, *key, json.dumps(new, separators=(",", ":")), table.expiry(new)),
+                    (table.name, *key, stored, table.expiry(new)),
                 )
         except BaseException:
             connection.execute("ROLLBACK")
@@ -856,12 +853,13 @@ class LocalTablesClient:
         condition: str | None,
         old: Record | None,
         scope: _Scope,
-        *,
-        return_old: bool,
+        on_failure: str,
     ) -> None:
+        """Refuse the write unless ``condition`` holds; ``on_failure`` ``ALL_OLD`` puts the item
+        as it is in the error (ReturnValuesOnConditionCheckFailure)."""
         if condition is None or _holds(_condition(condition), old or {}, scope):
             return
-        more = {"Item": old} if return_old and old is not None else {}
+        more = {"Item": old} if on_failure == "ALL_OLD" and old is not None else {}
         raise _fail(
             "ConditionalCheckFailedException", "The conditional request failed", operation, **more
         )
@@ -901,17 +899,11 @@ class LocalTablesClient:
             table = self._table(TableName, "PutItem")
             item = _checked_item(Item)
             scope = _Scope(ExpressionAttributeNames, ExpressionAttributeValues)
-            if ConditionExpression is not None:
-                _condition(ConditionExpression)
             scope_ready(scope, ConditionExpression)
 
             def change(old: Record | None) -> Record:
                 self._check(
-                    "PutItem",
-                    ConditionExpression,
-                    old,
-                    scope,
-                    return_old=ReturnValuesOnConditionCheckFailure == "ALL_OLD",
+                    "PutItem", ConditionExpression, old, scope, ReturnValuesOnConditionCheckFailure
                 )
                 return item
 
@@ -948,7 +940,7 @@ class LocalTablesClient:
                     ConditionExpression,
                     old,
                     scope,
-                    return_old=ReturnValuesOnConditionCheckFailure == "ALL_OLD",
+                    ReturnValuesOnConditionCheckFailure,
                 )
                 new, names = _apply(actions, old or dict(key), scope)
                 if names & set(table.types):
@@ -992,7 +984,7 @@ class LocalTablesClient:
                     ConditionExpression,
                     old,
                     scope,
-                    return_old=ReturnValuesOnConditionCheckFailure == "ALL_OLD",
+                    ReturnValuesOnConditionCheckFailure,
                 )
 
             old = self._write(table, table.key_of(key, exact=True), change)

@@ -49,27 +49,35 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     driver.quit()
 
 
+def start_resolver(
+    data: Path, dynalite: Dynalite, *, workers: int, archive_timeout: str, deadline: str
+) -> LocalGateway:
+    """The resolver's handler behind the gateway stand-in, over ``dynalite``, its pepper in
+    ``data``, talking to Archives on loopback (the page tests' resolver)."""
+    ensure_table(dynalite.client(), "resolver")
+    settings = ResolverSettings.from_environment(
+        {
+            "IBI_RESOLVER_TABLE": "resolver",
+            "IBI_PEPPER_FILE": str(data / "pepper"),
+            "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
+            "IBI_ARCHIVE_TIMEOUT_SECONDS": archive_timeout,
+            "IBI_RESOLUTION_DEADLINE_SECONDS": deadline,
+        }
+    )
+
+    def handler() -> Any:  # in each worker process
+        from functions.resolver.handler import lambda_handler
+
+        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        return lambda_handler
+
+    return LocalGateway("resolver", handler, free_port(), workers=workers).start()
+
+
 @pytest.fixture(scope="session")
 def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("resolver")
     with Dynalite(data / "dynamodb") as dynalite:
-        ensure_table(dynalite.client(), "resolver")
-        settings = ResolverSettings.from_environment(
-            {
-                "IBI_RESOLVER_TABLE": "resolver",
-                "IBI_PEPPER_FILE": str(data / "pepper"),
-                "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
-                "IBI_ARCHIVE_TIMEOUT_SECONDS": "1",
-                "IBI_RESOLUTION_DEADLINE_SECONDS": "2",
-            }
-        )
-
-        def handler() -> Any:  # in each worker process
-            from functions.resolver.handler import lambda_handler
-
-            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
-            return lambda_handler
-
-        gateway = LocalGateway("resolver", handler, free_port(), workers=2).start()
+        gateway = start_resolver(data, dynalite, workers=2, archive_timeout="1", deadline="2")
         yield gateway.url
         gateway.shutdown()

@@ -31,38 +31,13 @@ from ibi.core.labels import IBI
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.s3 import LocalS3
 from ibi_tools.local.stores import Dynalite, free_port
+from tests.pages.conftest import start_resolver
 from tests.pages.test_pages_browser import csp_errors
 
 KEY = "1234567890-0987654321"  # the Archive's registration key at the resolver
 REPORT = b"the report, first edition\n"
 LONG = "a-rather-long-directory-name/with/several/levels/and-a-file-name-that-goes-on.txt"
 BUCKET = "archive-files"
-
-
-def resolver_gateway(data: Path, dynalite: Dynalite) -> LocalGateway:
-    from functions.resolver import wiring
-    from functions.resolver.registry import ensure_table
-    from functions.resolver.settings import ResolverSettings
-
-    ensure_table(dynalite.client(), "resolver")
-    settings = ResolverSettings.from_environment(
-        {
-            "IBI_RESOLVER_TABLE": "resolver",
-            "IBI_PEPPER_FILE": str(data / "pepper"),
-            "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
-            "IBI_ARCHIVE_TIMEOUT_SECONDS": "2",
-            "IBI_RESOLUTION_DEADLINE_SECONDS": "4",
-        }
-    )
-
-    def handler() -> Any:  # in the worker process
-        from functions.resolver.handler import lambda_handler
-
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
-        return lambda_handler
-
-    # One worker: once it redirects an item, every later request sees the Archive too.
-    return LocalGateway("resolver", handler, free_port(), workers=1).start()
 
 
 def archive_gateway(dynalite: Dynalite, s3: LocalS3, resolver: str) -> LocalGateway:
@@ -126,7 +101,8 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     ``damaged`` (a file whose stored bytes no longer match their SHA-256)."""
     data: Path = tmp_path_factory.mktemp("archive-pages")
     with Dynalite(data / "dynamodb") as dynalite, LocalS3(data / "s3") as s3:
-        resolver = resolver_gateway(data, dynalite)
+        # One worker: once it redirects an item, every later request sees the Archive too.
+        resolver = start_resolver(data, dynalite, workers=1, archive_timeout="2", deadline="4")
         archive = archive_gateway(dynalite, s3, resolver.url)
         try:
             client = ArchiveClient(archive.url, sign=False, retries=10)

@@ -14,13 +14,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
-from functions.resolver import wiring
-from functions.resolver.registry import ensure_table
-from functions.resolver.settings import ResolverSettings
 from ibi.client import ResolverClient, send_switch
-from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite, free_port
+from ibi_tools.local.stores import Dynalite
 from tests.integration.archives import FakeArchive, serving
+from tests.pages.conftest import start_resolver
 from tests.pages.test_pages_browser import csp_errors, inspect
 
 KEY = "1234567890-0987654321"
@@ -57,24 +54,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         {ITEM: answer(ITEM, "Copy", BAD), CONFLICT: answer(CONFLICT, "Original", GOOD)},
     )
     with Dynalite(data / "dynamodb") as dynalite, serving(a, b):
-        ensure_table(dynalite.client(), "resolver")
-        settings = ResolverSettings.from_environment(
-            {
-                "IBI_RESOLVER_TABLE": "resolver",
-                "IBI_PEPPER_FILE": str(data / "pepper"),
-                "IBI_ALLOW_NETWORKS": "127.0.0.0/8",
-                "IBI_ARCHIVE_TIMEOUT_SECONDS": "1",
-                "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
-            }
-        )
-
-        def handler() -> Any:  # in each worker process
-            from functions.resolver.handler import lambda_handler
-
-            wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
-            return lambda_handler
-
-        gateway = LocalGateway("resolver", handler, free_port(), workers=2).start()
+        gateway = start_resolver(data, dynalite, workers=2, archive_timeout="1", deadline="3")
         try:
             admin = ResolverClient(gateway.url, sign=False)
             for archive in (a, b):
