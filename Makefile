@@ -10,7 +10,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup run test lint typecheck unit integration e2e infra pages synth bench clean
+.PHONY: setup run test lint typecheck unit integration e2e infra pages synth bench mutants shapes clean
 
 setup: $(STAMP)/venv $(STAMP)/node $(STAMP)/wheelhouse $(STAMP)/chromium
 
@@ -72,6 +72,15 @@ pages: setup
 bench: setup
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
+
+## Each condition of the minting store weakened in turn (ibi_tools/mutants.py): every one must
+## make a test fail. A few minutes, so not part of `make test`.
+mutants: setup
+	$(BIN)/python -m ibi_tools.mutants
+
+## After changing an expression a store sends: record local mode's table contract again.
+shapes: setup
+	$(BIN)/python -m tests.dynamo_shapes
 
 synth: setup
 	CDK_OUTDIR=cdk.out $(BIN)/python app.py

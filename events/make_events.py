@@ -152,6 +152,12 @@ def _archive_deposit(host: str) -> dict[str, dict[str, Any]]:
             query=f"ibi={ITEM}",
             body={"translation": {"language": "pt", "ibi": "8JMKD3MGP8W/35MMLL8"}},
         ),
+        "unlink_translation.json": event(
+            "DELETE",
+            "/api/item/links",
+            host=host,
+            query=f"ibi={ITEM}&link=translation%28pt%29",
+        ),
         "upload_files.json": event(
             "POST", "/api/item/uploads", host=host, query=f"ibi={ITEM}", body={"files": [hello]}
         ),

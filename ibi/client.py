@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import html
 import http
+import http.client
 import json
 import re
 import time
@@ -80,8 +81,8 @@ def http_send(
     ``ApiError(0, "cannot reach <where>: …")``.
     """
     body = (data or None) if isinstance(data, bytes) else data
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})  # noqa: S310 - callers pass http(s) URLs
     try:
+        request = urllib.request.Request(url, data=body, method=method, headers=headers or {})  # noqa: S310 - callers pass http(s) URLs
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return Raw(response.status, dict(response.headers.items()), response.read())
     except urllib.error.HTTPError as error:
@@ -89,6 +90,10 @@ def http_send(
     except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
         reason = getattr(error, "reason", error)
         raise ApiError(0, f"cannot reach {where or url}: {reason}") from None
+    except (ValueError, http.client.HTTPException) as error:  # a URL urllib cannot send to
+        raise ApiError(
+            0, f"cannot reach {where or url[:200]}: {error or type(error).__name__}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +196,15 @@ class ApiClient:
         sleep: Callable[[float], None] = time.sleep,
         transport: Transport = http_send,
     ) -> None:
-        split = urlsplit(endpoint)
+        try:
+            split = urlsplit(endpoint)
+            split.port  # noqa: B018 - a port that is no number, or out of range: ValueError
+        except ValueError as error:  # e.g. "http://[::1": an unclosed IPv6 literal
+            raise ApiError(
+                0, f"{endpoint[:200]!r} is not a URL ({error}): give https://host[:port][/path]"
+            ) from None
         if split.scheme not in {"http", "https"} or not split.netloc:
-            raise ApiError(0, f"{endpoint!r} is not an http(s) URL of an ibi API")
+            raise ApiError(0, f"{endpoint[:200]!r} is not an http(s) URL of an ibi API")
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
         self.retry = RetryPolicy(self.retry_statuses, retries, sleep)
@@ -359,6 +370,15 @@ def pair_list_text(text: str) -> str:
 
 
 def _error(answer: Answer) -> ApiError:
+    """The error an answer says; a ``429`` also says when to retry (its ``Retry-After``)."""
+    error = _stated_error(answer)
+    retry_after = answer.headers.get("retry-after", "")
+    if answer.status == 429 and retry_after and "retry" not in error.message.lower():
+        return ApiError(429, f"{error.message}; retry after {retry_after} s", error.code)
+    return error
+
+
+def _stated_error(answer: Answer) -> ApiError:
     body = answer.body
     fields = _error_fields(body)
     if fields is not None:
@@ -475,6 +495,12 @@ class ArchiveClient(ApiClient):
         """Link one related item: ``{"next_edition": …}``, ``{"translation": …}`` or
         ``{"metadata": {"ibi": …, "format": "oai_dc"?}}``."""
         answer: dict[str, Any] = self.call("POST", "/api/item/links", body, ibi=ibi)
+        return answer
+
+    def unlink(self, ibi: str, link: str) -> dict[str, Any]:
+        """Remove one link (``link``: ``next_edition``, ``translation(pt-BR)``, ``metadata`` or
+        ``metadata_oai_dc``); the Archive records the removal in the item's history."""
+        answer: dict[str, Any] = self.call("DELETE", "/api/item/links", ibi=ibi, link=link)
         return answer
 
     def upload_files(
@@ -600,12 +626,24 @@ class ResolverClient(ApiClient):
 
     service_name = "the resolver"
 
-    def register(self, archive_service_ibi: str, registration_key: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self.call(
-            "POST",
-            "/admin/archives",
-            {"archiveserviceibi": archive_service_ibi, "registrationkey": registration_key},
-        )
+    def register(
+        self, archive_service_ibi: str, registration_key: str, prefixes: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "archiveserviceibi": archive_service_ibi,
+            "registrationkey": registration_key,
+        }
+        if prefixes:
+            body["prefixes"] = list(prefixes)
+        answer: dict[str, Any] = self.call("POST", "/admin/archives", body)
+        return answer
+
+    def change_prefixes(
+        self, archive_service_ibi: str, *, add: Sequence[str] = (), remove: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Add or remove prefixes registered with an Archive (``POST /admin/prefixes``)."""
+        body = {"archiveserviceibi": archive_service_ibi, "add": list(add), "remove": list(remove)}
+        answer: dict[str, Any] = self.call("POST", "/admin/prefixes", body)
         return answer
 
     def archives(self) -> list[dict[str, Any]]:
@@ -667,18 +705,19 @@ def send_switch(
     on: bool,
     **options: Unpack[SwitchOptions],
 ) -> str:
-    """The inclusion or exclusion request itself, from the Archive's details; the answer."""
-    split = urlsplit(base_url)
-    pairs = [
-        ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
-        ("archiveaddress", address),
-        ("archiveserviceibi", service_ibi),
-        ("archiveip", options.get("archive_ip") or split.hostname or ""),
-        ("archiveprotocol", split.scheme.upper()),
-        ("archiveplatformversion", f"ibi-{__version__}"),
-        ("archiveadmemailaddress", options.get("admin_email", "admin@localhost")),
-        ("registrationkey", registration_key),
-    ]
+    """The inclusion or exclusion request itself, from the Archive's details; the answer.
+
+    A refusal is :class:`ApiError` with the resolver's text; a ``429``'s says which Archive,
+    why, and when to retry, and its ``Retry-After`` is added when the text has no time.
+    """
+    pairs = switch_pairs(
+        address=address,
+        service_ibi=service_ibi,
+        base_url=base_url,
+        registration_key=registration_key,
+        on=on,
+        **options,
+    )
     resolver_service = options.get("resolver_service_ibi", defaults.RESOLVER_SERVICE_IBI)
     raw = http_send(
         "GET",
@@ -689,5 +728,32 @@ def send_switch(
     )
     text = raw.content.decode("ascii", "replace").strip()
     if not 200 <= raw.status < 300:
-        raise ApiError(raw.status, page_text(text) if text else "no answer body")
+        said = page_text(text) if text else "no answer body"
+        retry_after = {k.lower(): v for k, v in raw.headers.items()}.get("retry-after", "")
+        if retry_after and "retry after" not in said:
+            said += f"; retry after {retry_after} s"
+        raise ApiError(raw.status, said)
     return text
+
+
+def switch_pairs(
+    *,
+    address: str,
+    service_ibi: str,
+    base_url: str,
+    registration_key: str,
+    on: bool,
+    **options: Unpack[SwitchOptions],
+) -> list[tuple[str, str]]:
+    """The eight pairs of an inclusion or exclusion request (seed 001 Table 5.2)."""
+    split = urlsplit(base_url)
+    return [
+        ("servicesubject", "inclusionRequest" if on else "exclusionRequest"),
+        ("archiveaddress", address),
+        ("archiveserviceibi", service_ibi),
+        ("archiveip", options.get("archive_ip") or split.hostname or ""),
+        ("archiveprotocol", split.scheme.upper()),
+        ("archiveplatformversion", f"ibi-{__version__}"),
+        ("archiveadmemailaddress", options.get("admin_email", "admin@localhost")),
+        ("registrationkey", registration_key),
+    ]

@@ -49,10 +49,34 @@ class CommandError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr and exit status 2."""
+    """argparse, but a usage error is one line on stderr and exit status 2, and an unknown
+    option is refused by the command it was given to, with the option it is likely to mean."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"ibi: {message} (see `{self.prog} --help`)\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command: argparse.ArgumentParser = getattr(parsed, "command_parser", self)
+            command.error(unrecognized(extras, command))
+        return parsed
+
+
+def unrecognized(extras: Sequence[str], command: argparse.ArgumentParser) -> str:
+    """``unrecognized arguments: --idempotency-keys (did you mean --idempotency-key?)``."""
+    import difflib
+
+    known = [option for action in command._actions for option in action.option_strings]
+    guesses = []
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.partition("=")[0], known, n=1, cutoff=0.6)
+            guesses += close
+    meant = f" (did you mean {' and '.join(guesses)}?)" if guesses else ""
+    return f"unrecognized arguments: {' '.join(extras)}{meant}"
 
 
 def _print_json(value: Any) -> None:
@@ -66,6 +90,35 @@ def invalid_ibi(text: str, error: InvalidIBI) -> CommandError:
     if error.part == "ibi":
         return CommandError(f"invalid IBI {text!r}: {error.reason}")
     return CommandError(f"invalid IBI {text!r}: {error}")
+
+
+def read_ibi(text: str, *, related: bool = False) -> str:
+    """The canonical label of an IBI given as a label or as a persistent URL pasted whole.
+
+    A URL's file path and query are dropped (the IBI is the item holding the file). A modifier
+    (``!``, ``:``, ``(pt)`` …) names a related item, not the IBI itself: refused unless
+    ``related`` (``inspect``, which decodes the IBI in the URL whatever follows it).
+    """
+    from ibi.core.persistent_url import parse_ibi_or_persistent_url
+
+    try:
+        url = parse_ibi_or_persistent_url(text)
+    except InvalidIBI as error:
+        raise invalid_ibi(text, error) from None
+    except InvalidInput as error:
+        raise CommandError(f"invalid persistent URL {text!r}: {error.reason}") from None
+    label = url.ibi.label
+    if url.modifier and not related:
+        raise CommandError(
+            f"{text!r} names a related item of {label} (the modifier "
+            f"{url.modifier.modifier_text!r}), not one IBI: give {label} itself"
+        )
+    return label
+
+
+def ibi_argument(text: str) -> str:
+    """argparse ``type`` of every IBI a command takes (see :func:`read_ibi`)."""
+    return read_ibi(text)
 
 
 # ---------------------------------------------------------------------------- label
@@ -108,6 +161,11 @@ def cmd_label(args: argparse.Namespace) -> int:
     if (args.date is None) == (not args.at):
         raise CommandError("give either --date EPOCH, or one or more --at EPOCH[@R]")
     if args.date is not None:
+        if args.host is None and args.ip is None:
+            raise CommandError(
+                "--date: say which labels: --host HOST (the rep form), --ip IP (the ibip form), "
+                "or both"
+            )
         date = parse_date(args.date, "--date")
         row: dict[str, str] = {"date": format_date(date), **_labels(args, date)}
         if args.json:
@@ -131,11 +189,7 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    try:
-        label = parse_label(args.label)
-    except InvalidIBI as error:
-        raise invalid_ibi(args.label, error) from None
-    info = label.describe()
+    info = parse_label(read_ibi(args.label, related=True)).describe()
     if args.json:
         _print_json(info)
     else:
@@ -148,10 +202,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- mint, mints
 
 
-def _api_client(args: argparse.Namespace, client_class: str, variable: str, what: str) -> Any:
-    """``ibi.client.<client_class>`` for ``--endpoint`` (or the environment ``variable``)."""
+def _api_client(args: argparse.Namespace, client_class: str, api: tuple[str, str]) -> Any:
+    """``ibi.client.<client_class>`` for ``--endpoint`` (or the variable naming the ``api``)."""
     from ibi import client
 
+    what, variable = api
     endpoint = args.endpoint or os.environ.get(variable)
     if not endpoint:
         raise CommandError(f"--endpoint URL (or {variable}) names {what}")
@@ -164,7 +219,7 @@ def _api_client(args: argparse.Namespace, client_class: str, variable: str, what
 
 
 def _client(args: argparse.Namespace) -> Any:
-    return _api_client(args, "MintingClient", "IBI_MINT_ENDPOINT", "the minting API")
+    return _api_client(args, "MintingClient", MINTING_API)
 
 
 def cmd_mint(args: argparse.Namespace) -> int:
@@ -212,7 +267,7 @@ def cmd_mints(args: argparse.Namespace) -> int:
 
 
 def _archive(args: argparse.Namespace) -> Any:
-    return _api_client(args, "ArchiveClient", "IBI_ARCHIVE_ENDPOINT", "the Archive's API")
+    return _api_client(args, "ArchiveClient", ARCHIVE_API)
 
 
 def _read_metadata(path: str | None) -> dict[str, Any]:
@@ -250,8 +305,20 @@ def _read(path: Path, item_path: str) -> Upload:
             pass
     except OSError as error:
         raise CommandError(f"{path}: {error.strerror}") from None
-    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return item_path, LocalFile(path), kind
+    kind, encoding = mimetypes.guess_type(path.name)
+    if encoding is not None:  # data.csv.gz holds gzip bytes, not CSV
+        kind = COMPRESSED_TYPES.get(encoding)
+    return item_path, LocalFile(path), kind or "application/octet-stream"
+
+
+# What a compressed file is (mimetypes names the type of what it holds, and the compression).
+COMPRESSED_TYPES = {
+    "gzip": "application/gzip",
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "br": "application/x-brotli",
+    "compress": "application/x-compress",
+}
 
 
 def gather_files(names: Sequence[str]) -> tuple[list[Upload], str | None]:
@@ -281,6 +348,21 @@ def gather_files(names: Sequence[str]) -> tuple[list[Upload], str | None]:
     if default is None and "index.html" in paths:
         default = "index.html"
     return files, default
+
+
+def resolver_url(args: argparse.Namespace) -> str | None:
+    """``--resolver`` (or ``IBI_RESOLVER_URL``), an http(s) URL as ``--endpoint`` must be."""
+    from urllib.parse import urlsplit
+
+    url = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    if not url:
+        return None
+    split = urlsplit(url)
+    if split.scheme not in {"http", "https"} or not split.netloc:
+        where = "--resolver" if args.resolver else "IBI_RESOLVER_URL"
+        hint = f" (e.g. http://{url})" if "://" not in url else ""
+        raise CommandError(f"{where} {url!r} is not an http(s) URL of a resolver{hint}")
+    return str(url).rstrip("/")
 
 
 def _resolver_client(url: str, timeout: float) -> Any:
@@ -334,16 +416,19 @@ def match_original(
     where = original["archive"]
     for path, content, _ in files:
         wanted = expected.get(path)
+        given = _given_name(path, content)
         if wanted is None:
+            such = f"file at {path}" if given != path else "such file"
             raise CommandError(
-                f"{path}: the original in {where} has no such file "
+                f"{given}: the original in {where} has no {such} "
                 f"({', '.join(sorted(expected)[:10]) or 'no files'})",
                 EXIT_FAILED,
             )
         if digest(content) != (wanted["sha256"], wanted["size"]):
             raise CommandError(
-                f"{path}: not the original's bytes (the original in {where} has SHA-256 "
-                f"{wanted['sha256']}, {wanted['size']} bytes); a copy holds the same bytes",
+                f"{given}: not the original's bytes (the original's {path} in {where} has "
+                f"SHA-256 {wanted['sha256']}, {wanted['size']} bytes); a copy holds the same "
+                "bytes",
                 EXIT_FAILED,
             )
     missing = sorted(set(expected) - {f[0] for f in files})
@@ -358,6 +443,13 @@ def match_original(
         chosen,
         [{"path": p, "sha256": f["sha256"], "size": f["size"]} for p, f in expected.items()],
     )
+
+
+def _given_name(path: str, content: Any) -> str:
+    """The FILE as the user named it (``x1mod.txt``, ``site/a.txt``), not its path in the item."""
+    from ibi.client import LocalFile
+
+    return str(content.path) if isinstance(content, LocalFile) else path
 
 
 def copy_links(original: dict[str, Any]) -> list[dict[str, Any]]:
@@ -448,10 +540,17 @@ def upload_progress(
 
 def cmd_deposit(args: argparse.Namespace) -> int:
     """Mint (or take) an IBI, upload the files, register the item; print IBI and URL."""
+    from ibi.client import ApiError
+
     if not args.files and not args.url:
         raise CommandError("give the FILEs to deposit, or --url of a file hosted elsewhere")
+    if args.files and args.url:
+        raise CommandError(
+            "give FILEs or --url, not both: an item is either files deposited here or one "
+            "file hosted elsewhere (its persistent URL then redirects to --url)"
+        )
     files, default = gather_files(args.files)
-    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    resolver = resolver_url(args)
     original = _original(args, resolver) if args.copy_of else None
     client = _archive(args)
     body: dict[str, Any] = {}
@@ -476,14 +575,26 @@ def cmd_deposit(args: argparse.Namespace) -> int:
     else:
         if args.subsystem:
             body["subsystem"] = args.subsystem
-        item = client.create(body, idempotency_key=args.idempotency_key)
+        # Always a key: a deposit whose files fail is finished later under the same IBI.
+        key = args.idempotency_key or f"ibi-cli-{uuid.uuid4()}"
+        item = client.create(body, idempotency_key=key)
     label = item["ibi"].get("ibip") or item["ibi"]["rep"]
     if files:
-        with upload_progress(args, files) as progress:
-            item = client.upload_files(label, files, default_file=default, progress=progress)
+        try:
+            with upload_progress(args, files) as progress:
+                item = client.upload_files(label, files, default_file=default, progress=progress)
+        except ApiError as error:
+            if original is not None:
+                raise
+            raise CommandError(
+                f"{error}\nibi: {label} was created, but not its files: once the cause above is "
+                f"fixed, run the same command with --idempotency-key {key} within the hour to "
+                "finish this deposit under the same IBI",
+                EXIT_FAILED,
+            ) from None
     for link in copy_links(original) if original is not None else []:
         item = client.link(label, link)
-    persistent = f"{resolver.rstrip('/')}/{label}" if resolver else None
+    persistent = f"{resolver}/{label}" if resolver else None
     if args.json:
         _print_json({**item, "persistent_url": persistent})
         return EXIT_OK
@@ -540,14 +651,10 @@ def holdings_text(view: dict[str, Any]) -> str:
 
 def cmd_holdings(args: argparse.Namespace) -> int:
     """Who holds an IBI, in what state, and do their bytes agree (exit 1 on a problem)."""
-    resolver = args.resolver or os.environ.get("IBI_RESOLVER_URL")
+    resolver = resolver_url(args)
     if not resolver:
         raise CommandError("--resolver URL (or IBI_RESOLVER_URL) names the resolver")
-    try:
-        label = parse_label(args.ibi.strip().strip("/")).label
-    except InvalidIBI as error:
-        raise invalid_ibi(args.ibi, error) from None
-    view = _resolver_client(resolver, args.timeout).holdings(label)
+    view = _resolver_client(resolver, args.timeout).holdings(args.ibi)
     if args.json:
         _print_json(view)
     else:
@@ -675,12 +782,80 @@ def item_links(args: argparse.Namespace) -> list[dict[str, Any]]:
     return links
 
 
+def _linked(link: dict[str, Any]) -> tuple[str, str, str | None]:
+    """A link body's target: (what it is, the ``unlink`` option removing it, its IBI or None)."""
+    if "next_edition" in link:
+        return "next edition", "--next-edition", link["next_edition"]
+    if "translation" in link:
+        translation = link["translation"]
+        language = translation["language"]
+        return f"translation into {language}", f"--translation {language}", translation.get("ibi")
+    oai_dc = link["metadata"].get("format") == "oai_dc"
+    return "metadata", "--oai-dc" if oai_dc else "--metadata", link["metadata"]["ibi"]
+
+
+def warn_unheld(args: argparse.Namespace, links: list[dict[str, Any]]) -> None:
+    """A warning for each linked IBI no Archive holds, as the resolver's holdings view says
+    (with ``--resolver`` or ``IBI_RESOLVER_URL``): readers the link sends there get a 404."""
+    from ibi.client import ApiError
+
+    resolver = resolver_url(args)
+    if resolver is None:
+        return
+    client = _resolver_client(resolver, args.timeout)
+    for link in links:
+        what, option, target = _linked(link)
+        if target is None:
+            continue
+        try:
+            states = {h.get("state") for h in client.holdings(target)["archives"]}
+        except ApiError as error:
+            sys.stderr.write(f"ibi: warning: cannot ask {resolver} who holds {target}: {error}\n")
+            continue
+        if states & {"Original", "Copy", "held"}:
+            continue
+        held = "was deleted" if "Deleted" in states else "is held by no Archive"
+        unanswered = " that answered" if "unreachable" in states else ""
+        sys.stderr.write(
+            f"ibi: warning: {target}, the {what}, {held}{unanswered} at {resolver}: the link "
+            f"leads readers to an error until one holds it (`ibi archive unlink {args.ibi} "
+            f"{option}` removes it)\n"
+        )
+
+
 def cmd_archive_link(args: argparse.Namespace) -> int:
     """Link related items (``POST /api/item/links``, one link a request)."""
+    links = item_links(args)
+    warn_unheld(args, links)
     client = _archive(args)
     item: dict[str, Any] = {}
-    for link in item_links(args):
+    for link in links:
         item = client.link(args.ibi, link)
+    _print_item(args, item)
+    return EXIT_OK
+
+
+def item_unlinks(args: argparse.Namespace) -> list[str]:
+    """The links ``ibi archive unlink`` removes, as ``DELETE /api/item/links?link=`` names them."""
+    removed = ["next_edition"] if args.next_edition else []
+    removed += [f"translation({language})" for language in args.translation or []]
+    if args.metadata:
+        removed.append("metadata")
+    if args.oai_dc:
+        removed.append("metadata_oai_dc")
+    if not removed:
+        raise CommandError(
+            "say what to unlink: --next-edition, --translation LANG, --metadata or --oai-dc"
+        )
+    return removed
+
+
+def cmd_archive_unlink(args: argparse.Namespace) -> int:
+    """Remove links (``DELETE /api/item/links``, one a request; each kept in the history)."""
+    client = _archive(args)
+    item: dict[str, Any] = {}
+    for link in item_unlinks(args):
+        item = client.unlink(args.ibi, link)
     _print_item(args, item)
     return EXIT_OK
 
@@ -712,9 +887,21 @@ def cmd_archive_offer(args: argparse.Namespace) -> int:
 
 def cmd_archive_accept(args: argparse.Namespace) -> int:
     """Take an original another institution's Archive offered (``-``: the offer on stdin)."""
-    offer = sys.stdin.read().strip() if args.offer == "-" else args.offer
+    offer = _offer_text(args.offer)
     _print_item(args, _archive(args).call("POST", "/api/transfers/accept", {"offer": offer}))
     return EXIT_OK
+
+
+def _offer_text(given: str) -> str:
+    """The offer as given (``-``: read from stdin): ASCII, as `ibi archive offer` prints it."""
+    raw = sys.stdin.buffer.read() if given == "-" else given.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise CommandError(
+            "the offer is the text `ibi archive offer` printed (ibioffer1.…, ASCII only): "
+            "give it whole and unchanged"
+        ) from None
 
 
 def cmd_archive_replace(args: argparse.Namespace) -> int:
@@ -774,7 +961,7 @@ def cmd_archive_switch(args: argparse.Namespace) -> int:
     try:
         answer = switch_archive(
             _archive(args),
-            args.resolver,
+            str(resolver_url(args)),
             _key(args),
             on=args.archive_command == "on",
             resolver_service_ibi=args.resolver_service_ibi,
@@ -809,16 +996,31 @@ def switch_pairs(answer: str) -> dict[str, str]:
 
 
 def _resolver_admin(args: argparse.Namespace) -> Any:
-    return _api_client(args, "ResolverClient", "IBI_RESOLVER_URL", "the resolver")
+    return _api_client(args, "ResolverClient", RESOLVER_API)
 
 
 def cmd_resolver_register(args: argparse.Namespace) -> int:
-    answer = _resolver_admin(args).register(args.archive, _key(args))
+    answer = _resolver_admin(args).register(args.archive, _key(args), args.prefix or [])
     if args.json:
         _print_json(answer)
     else:
         state = "included" if answer.get("included") else "not included yet (`ibi archive on`)"
         sys.stdout.write(f"registered {_label_of(answer['archiveserviceibi'])}: {state}\n")
+        if "owns" in answer:  # (a resolver that knows owners)
+            sys.stdout.write(f"owns {' '.join(answer['owns']) or 'no prefix'}\n")
+    return EXIT_OK
+
+
+def cmd_resolver_prefixes(args: argparse.Namespace) -> int:
+    """Add or remove prefixes an Archive owns, its registration key unchanged."""
+    answer = _resolver_admin(args).change_prefixes(
+        args.archive, add=args.add or [], remove=args.remove or []
+    )
+    if args.json:
+        _print_json(answer)
+    else:
+        label = _label_of(answer["archiveserviceibi"])
+        sys.stdout.write(f"{label} owns {' '.join(answer.get('owns') or []) or 'no prefix'}\n")
     return EXIT_OK
 
 
@@ -855,6 +1057,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     from ibi_tools.local.federation import DataDirInUseError, LocalFederation
     from ibi_tools.local.gateway import PortInUseError
     from ibi_tools.local.stores import LocalStoreError
+    from ibi_tools.local.subsystems import SubsystemError
 
     os.umask(0o077)  # every file this run and its children write: the user's only
     if args.rotate_key:
@@ -875,7 +1078,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     )
     try:
         federation.start()
-    except (LocalStoreError, DataDirInUseError) as error:
+    except (LocalStoreError, DataDirInUseError, SubsystemError) as error:
         raise CommandError(f"local: {error}", EXIT_FAILED) from error
     except PortInUseError as error:
         option = PORT_OPTIONS.get(error.name, "--archive-ports")
@@ -910,17 +1113,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_resolver_commands(commands)
     _add_holdings_command(commands)
     _add_local_command(commands)
+    _name_commands(parser)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)command records itself in what it parses: its errors are its own."""
+    parser.set_defaults(command_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_commands(child)
+
+
+# The API a command calls: what it is and the variable that names it when --endpoint does not.
+MINTING_API = ("the minting API", "IBI_MINT_ENDPOINT")
+ARCHIVE_API = ("the Archive's deposit API", "IBI_ARCHIVE_ENDPOINT")
+RESOLVER_API = ("the resolver", "IBI_RESOLVER_URL")
 
 
 def _api_options(
     command: argparse.ArgumentParser,
     *,
+    api: tuple[str, str] = ARCHIVE_API,
     json_help: str = "print the API's JSON answer instead of text",
     subsystem: str | None = None,
 ) -> None:
     """The options of every command that calls an API (``--subsystem`` where it is used)."""
-    command.add_argument("--endpoint", metavar="URL", help="the API's base URL")
+    what, variable = api
+    command.add_argument(
+        "--endpoint", metavar="URL", help=f"base URL of {what} (default: ${variable})"
+    )
     sign = command.add_mutually_exclusive_group()
     sign.add_argument(
         "--sign",
@@ -980,14 +1203,18 @@ def _add_label_commands(commands: _Commands) -> None:
     label.set_defaults(run=cmd_label)
 
     inspect = commands.add_parser("inspect", help="decode an IBI: where and when it was minted")
-    inspect.add_argument("label", metavar="LABEL", help="an IBI in either form")
+    inspect.add_argument(
+        "label", metavar="LABEL", help="an IBI in either form, or a persistent URL"
+    )
     inspect.add_argument("--json", action="store_true", help="one JSON object")
     inspect.set_defaults(run=cmd_inspect)
 
 
 def _add_minting_commands(commands: _Commands) -> None:
     mint = commands.add_parser("mint", help="mint IBIs through a minting API")
-    _api_options(mint, subsystem="identification subsystem (default: the service's)")
+    _api_options(
+        mint, api=MINTING_API, subsystem="identification subsystem (default: the service's)"
+    )
     mint.add_argument("--count", type=int, default=1, metavar="N", help="1-1000 (1)")
     mint.add_argument(
         "--idempotency-key",
@@ -1000,7 +1227,12 @@ def _add_minting_commands(commands: _Commands) -> None:
     mint.set_defaults(run=cmd_mint)
 
     mints = commands.add_parser("mints", help="list the record of minted IBIs")
-    _api_options(mints, json_help="one JSON object per IBI", subsystem="only this subsystem's")
+    _api_options(
+        mints,
+        api=MINTING_API,
+        json_help="one JSON object per IBI",
+        subsystem="only this subsystem's",
+    )
     mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
     mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
     mints.set_defaults(run=cmd_mints)
@@ -1015,8 +1247,10 @@ def _add_offer_commands(archive_commands: _Commands) -> None:
         "offer", help="offer an original to another institution's Archive (prints the offer)"
     )
     _api_options(offer, json_help="the offer and its details as JSON")
-    offer.add_argument("ibi", metavar="IBI", help="the original offered")
-    offer.add_argument("--to", required=True, metavar="SERVICE_IBI", help="the receiver's IBI")
+    offer.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the original offered")
+    offer.add_argument(
+        "--to", required=True, type=ibi_argument, metavar="SERVICE_IBI", help="the receiver's IBI"
+    )
     offer.add_argument("--leave", choices=["copy", "tombstone"], default="copy", help=LEAVE)
     offer.add_argument(
         "--expires-in", type=int, default=3600, metavar="SECONDS", help="offer lifetime (3600)"
@@ -1047,12 +1281,18 @@ def _add_deposit_command(commands: _Commands) -> None:
     deposit.add_argument("--metadata", metavar="FILE", help="Dublin Core elements as JSON")
     deposit.add_argument(
         "--copy-of",
+        type=ibi_argument,
         metavar="IBI",
         help="deposit a copy of this original: its files, checksums, metadata and links are "
         "read from its Archive through --resolver, and the FILEs must be its bytes",
     )
     deposit.add_argument("--language", help="ISO 639-1 language of the item (pt, pt-BR)")
-    deposit.add_argument("--resolver", metavar="URL", help="for the persistent URL")
+    deposit.add_argument(
+        "--resolver",
+        metavar="URL",
+        help="the resolver, for the persistent URL printed and --copy-of (default: "
+        "$IBI_RESOLVER_URL)",
+    )
     deposit.add_argument(
         "--idempotency-key",
         metavar="K",
@@ -1076,14 +1316,16 @@ def _add_archive_commands(commands: _Commands) -> None:
     service.set_defaults(run=cmd_archive_service)
     item = archive_commands.add_parser("item", help="show an item")
     _api_options(item, json_help="the item as JSON")
-    item.add_argument("ibi", metavar="IBI", help="the item")
+    item.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
     item.set_defaults(run=cmd_archive_item)
     _add_item_commands(archive_commands)
     verify = archive_commands.add_parser(
         "verify", help="check stored files against their SHA-256 (exit 1 on a problem)"
     )
     _api_options(verify, json_help="one JSON object per item")
-    verify.add_argument("ibi", metavar="IBI", nargs="?", help="only this item (default: all)")
+    verify.add_argument(
+        "ibi", type=ibi_argument, metavar="IBI", nargs="?", help="only this item (default: all)"
+    )
     verify.add_argument("--quiet", action="store_true", help="print problems only")
     verify.set_defaults(run=cmd_archive_verify)
 
@@ -1091,7 +1333,7 @@ def _add_archive_commands(commands: _Commands) -> None:
         "transfer", help="move a transferable original to another Archive"
     )
     _api_options(transfer, json_help="both Archives' items as JSON")
-    transfer.add_argument("ibi", metavar="IBI", help="the original to move")
+    transfer.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the original to move")
     transfer.add_argument("--to", required=True, metavar="URL", help="the receiving Archive's API")
     transfer.add_argument("--leave", choices=["copy", "tombstone"], default="copy", help=LEAVE)
     transfer.set_defaults(run=cmd_archive_transfer)
@@ -1103,7 +1345,7 @@ def _add_archive_commands(commands: _Commands) -> None:
         "and every change recorded in the item's history)",
     )
     _api_options(replace, json_help="the item as JSON (and no progress bar)")
-    replace.add_argument("ibi", metavar="IBI", help="the item")
+    replace.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
     replace.add_argument("files", nargs="+", metavar="FILE", help="the new files")
     replace.add_argument("--reason", required=True, help="why: kept in the item's history")
     replace.add_argument("--path", help="the item's file FILE replaces (default: FILE's name)")
@@ -1123,6 +1365,7 @@ def _add_archive_commands(commands: _Commands) -> None:
         switch.add_argument(
             "--resolver-service-ibi",
             default=RESOLVER_SERVICE_IBI,
+            type=ibi_argument,
             metavar="IBI",
             help=f"the resolver's service IBI ({RESOLVER_SERVICE_IBI})",
         )
@@ -1135,7 +1378,7 @@ def _add_item_commands(archive_commands: _Commands) -> None:
         "update", help="change an item: listable, transferable, language, URL, record"
     )
     _api_options(update, json_help="the item as JSON")
-    update.add_argument("ibi", metavar="IBI", help="the item")
+    update.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
     for flag, what in (("listable", "its file list is shown"), ("transferable", "it may move")):
         update.add_argument(
             f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=what
@@ -1153,8 +1396,10 @@ def _add_item_commands(archive_commands: _Commands) -> None:
         "link", help="link an item to its next edition, a translation or a metadata item"
     )
     _api_options(link, json_help="the item as JSON")
-    link.add_argument("ibi", metavar="IBI", help="the item")
-    link.add_argument("--next-edition", metavar="IBI", help="the item's next edition")
+    link.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
+    link.add_argument(
+        "--next-edition", type=ibi_argument, metavar="IBI", help="the item's next edition"
+    )
     link.add_argument(
         "--translation",
         nargs=2,
@@ -1162,15 +1407,40 @@ def _add_item_commands(archive_commands: _Commands) -> None:
         metavar=("LANG", "IBI|URL"),
         help="a translation into LANG (pt-BR), an item or a URL (repeatable)",
     )
-    link.add_argument("--metadata", metavar="IBI", help="the item holding its metadata")
-    link.add_argument("--oai-dc", metavar="IBI", help="the item holding it as OAI Dublin Core")
+    link.add_argument(
+        "--metadata", type=ibi_argument, metavar="IBI", help="the item holding its metadata"
+    )
+    link.add_argument(
+        "--oai-dc", type=ibi_argument, metavar="IBI", help="the item holding it as OAI Dublin Core"
+    )
+    link.add_argument(
+        "--resolver",
+        metavar="URL",
+        help="warn when no Archive at this resolver holds a linked IBI (IBI_RESOLVER_URL)",
+    )
     link.set_defaults(run=cmd_archive_link)
+
+    unlink = archive_commands.add_parser(
+        "unlink", help="remove links of an item (each removal kept in the item's history)"
+    )
+    _api_options(unlink, json_help="the item as JSON")
+    unlink.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
+    unlink.add_argument("--next-edition", action="store_true", help="its next edition link")
+    unlink.add_argument(
+        "--translation",
+        action="append",
+        metavar="LANG",
+        help="its translation into LANG (repeatable)",
+    )
+    unlink.add_argument("--metadata", action="store_true", help="its metadata item link")
+    unlink.add_argument("--oai-dc", action="store_true", help="its OAI Dublin Core item link")
+    unlink.set_defaults(run=cmd_archive_unlink)
 
     delete = archive_commands.add_parser(
         "delete", help="delete an item (a tombstone stays: the resolver answers 410 Gone)"
     )
     _api_options(delete, json_help="the tombstone as JSON")
-    delete.add_argument("ibi", metavar="IBI", help="the item")
+    delete.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
     delete.set_defaults(run=cmd_archive_delete)
 
 
@@ -1180,12 +1450,31 @@ def _add_resolver_commands(commands: _Commands) -> None:
         dest="resolver_command", required=True, metavar="COMMAND"
     )
     register = resolver_commands.add_parser("register", help="register an Archive and its key")
-    _api_options(register, json_help="the registration as JSON")
-    register.add_argument("--archive", required=True, metavar="IBI", help="its service IBI")
+    _api_options(register, api=RESOLVER_API, json_help="the registration as JSON")
+    register.add_argument(
+        "--archive", required=True, type=ibi_argument, metavar="IBI", help="its service IBI"
+    )
+    register.add_argument(
+        "--prefix",
+        action="append",
+        metavar="PREFIX",
+        help="a prefix (identification subsystem) it mints under, besides its service IBI's "
+        "(repeatable; e.g. 8JMKD3MGP8W or sid.inpe.br/mtc-m18)",
+    )
     _key_options(register)
     register.set_defaults(run=cmd_resolver_register)
+    prefixes = resolver_commands.add_parser(
+        "prefixes", help="add or remove prefixes an Archive owns (its key unchanged)"
+    )
+    _api_options(prefixes, api=RESOLVER_API, json_help="the Archive as JSON")
+    prefixes.add_argument(
+        "--archive", required=True, type=ibi_argument, metavar="IBI", help="its service IBI"
+    )
+    prefixes.add_argument("--add", action="append", metavar="PREFIX", help="repeatable")
+    prefixes.add_argument("--remove", action="append", metavar="PREFIX", help="repeatable")
+    prefixes.set_defaults(run=cmd_resolver_prefixes)
     listing = resolver_commands.add_parser("archives", help="list registered Archives")
-    _api_options(listing, json_help="one JSON object per Archive")
+    _api_options(listing, api=RESOLVER_API, json_help="one JSON object per Archive")
     listing.set_defaults(run=cmd_resolver_archives)
 
 
@@ -1199,7 +1488,7 @@ def _add_holdings_command(commands: _Commands) -> None:
             "originals, Archives that did not answer)."
         ),
     )
-    holdings.add_argument("ibi", metavar="IBI", help="the item")
+    holdings.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the item")
     holdings.add_argument("--resolver", metavar="URL", help="the resolver (IBI_RESOLVER_URL)")
     holdings.add_argument(
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (30)"
@@ -1246,8 +1535,9 @@ def _add_local_command(commands: _Commands) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from ibi.client import ApiError
 
-    args = build_parser().parse_args(argv)
     try:
+        # An IBI argument is read while parsing (ibi_argument): its refusal is a CommandError.
+        args = build_parser().parse_args(argv)
         status: int = args.run(args)
         return status
     except CommandError as error:

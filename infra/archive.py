@@ -74,6 +74,7 @@ DEPOSIT_ROUTES = (
     (PATCH, "/api/item"),
     (DELETE, "/api/item"),
     (POST, "/api/item/links"),
+    (DELETE, "/api/item/links"),
     (GET, "/api/items"),
     (POST, "/api/item/uploads"),
     (POST, "/api/item/files"),

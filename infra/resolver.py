@@ -26,8 +26,9 @@ POST = apigwv2.HttpMethod.POST
 # Each action the resolver Lambda performs, and nothing else (registry.py).
 REGISTRY_ACTIONS = (
     "dynamodb:GetItem",  # an Archive's record, the generation (directory.py: every 5 s)
-    "dynamodb:UpdateItem",  # register, switch on/off, bump the generation, note an answer
+    "dynamodb:UpdateItem",  # register, claim prefixes, switch, bump the generation, note answers
     "dynamodb:Scan",  # every Archive, when the generation moved (one item per Archive)
+    "dynamodb:DeleteItem",  # a prefix's claim, released by its owner (release_prefixes)
 )
 # throttle.py: the counters of wrong registration keys, read and counted; never scanned.
 THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
@@ -53,7 +54,7 @@ DRAIN_WINDOW = Duration.seconds(1)  # wait up to 1 s to fill a batch: acknowledg
 
 # Public: persistent URLs, the service protocol, the pages. IAM: the administration.
 PUBLIC_ROUTES = ((GET, "/"), (GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
-ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"))
+ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"), (POST, "/admin/prefixes"))
 # GET and HEAD /{proxy+} are public: these more specific routes keep the whole /admin/
 # namespace behind IAM, even for a route added to the Lambda only (as the Archive's /api/).
 ADMIN_GUARD_ROUTES = ((GET, "/admin/{proxy+}"), (HEAD, "/admin/{proxy+}"))

@@ -140,10 +140,12 @@ def _variables(resource: str) -> list[str]:
 def install(log: Path) -> None:
     """Record every call made under a Lambda entry point to ``log`` (JSON lines): botocore's
     clients, and local mode's tables (``ibi_tools/local/tables.py``), which take the same
-    DynamoDB calls in process."""
+    DynamoDB calls in process. With ``IBI_RECORD_DYNAMO_SHAPES`` set, the stores' DynamoDB
+    calls are recorded too, with what they found (``tests/dynamo_shapes.py``)."""
     from botocore.client import BaseClient
 
     from ibi_tools.local.tables import LocalTablesClient
+    from tests import dynamo_shapes
 
     _watch_settings()
 
@@ -171,6 +173,10 @@ def install(log: Path) -> None:
     def recording(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
         service = self.meta.service_model.endpoint_prefix
         record("sqs" if service == "queue" else service, operation_name, api_params)
+        if service == "dynamodb" and dynamo_shapes.recording():
+            return dynamo_shapes.capture(
+                lambda name, params: original(self, name, params), operation_name, api_params
+            )
         return original(self, operation_name, api_params)
 
     local_original = LocalTablesClient._make_api_call
@@ -179,6 +185,10 @@ def install(log: Path) -> None:
         self: Any, operation_name: str, api_params: dict[str, Any]
     ) -> dict[str, Any]:
         record("dynamodb", operation_name, api_params)
+        if dynamo_shapes.recording():
+            return dynamo_shapes.capture(
+                lambda name, params: local_original(self, name, params), operation_name, api_params
+            )
         return local_original(self, operation_name, api_params)
 
     recording._records_calls = True  # type: ignore[attr-defined]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -27,6 +29,10 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
 os.environ["POWERTOOLS_TRACE_DISABLED"] = "true"
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# Where `ibi local` claims its minting ports (ibi_tools/local/subsystems.py): the tests' own
+# directory, never the user's, removed at the end of the session.
+STATE_DIR = Path(tempfile.mkdtemp(prefix="ibi-test-state-"))
+os.environ["IBI_STATE_DIR"] = str(STATE_DIR)
 
 IAM_CHECK = "tests/infra/test_iam_calls.py::test_every_recorded_call"
 
@@ -41,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
     log = config.stash.get(AWS_CALL_LOG, None)
     if log is not None:
         log.unlink(missing_ok=True)

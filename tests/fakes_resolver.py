@@ -7,12 +7,12 @@ No socket, no DynamoDB: unit tests of the registration service and the fan-out u
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from functions.resolver.network import Endpoint, Outcome, Request, Result, UnsafeAddress
-from functions.resolver.registry import Contact, RegisteredArchive
+from functions.resolver.registry import Contact, PrefixTaken, RegisteredArchive
 from functions.resolver.throttle import Tally
 from ibi.core.pairlist import PairList, parse_pair_list
 
@@ -26,6 +26,7 @@ class MemoryRegistry:
         self.reads = 0  # how many times the whole registry was listed (a Scan in DynamoDB)
         self.generation_reads = 0  # how many times the generation was read (a GetItem)
         self.changes = 0  # the generation
+        self.owners: dict[str, str] = {}  # prefix -> its owner's service IBI (the claims)
         self._lock = threading.Lock()
 
     def get(self, service_ibi: str) -> RegisteredArchive | None:
@@ -82,12 +83,45 @@ class MemoryRegistry:
             self.generation_reads += 1
             return self.changes
 
-    def add(self, service_ibi: str, address: str, *, included: bool = True) -> None:
-        """An Archive registered and switched on directly (for fan-out tests)."""
+    def claim_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        with self._lock:
+            for prefix in prefixes:
+                owner = self.owners.get(prefix, service_ibi)
+                if owner != service_ibi:
+                    raise PrefixTaken(prefix, owner)
+            self.owners.update(dict.fromkeys(prefixes, service_ibi))
+
+    def set_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        with self._lock:
+            self.items[service_ibi] = replace(self.items[service_ibi], prefixes=tuple(prefixes))
+            self.changes += 1
+
+    def release_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        with self._lock:
+            for prefix in prefixes:
+                if self.owners.get(prefix) == service_ibi:
+                    del self.owners[prefix]
+
+    def add(
+        self,
+        service_ibi: str,
+        address: str,
+        *,
+        included: bool = True,
+        prefixes: Sequence[str] = (),
+    ) -> None:
+        """An Archive registered and switched on directly (for fan-out tests), owning
+        ``prefixes`` (none by default: the fan-out as before owners)."""
         with self._lock:
             self.items[service_ibi] = RegisteredArchive(
-                service_ibi, {"ibip": service_ibi}, "hash", included=included, address=address
+                service_ibi,
+                {"ibip": service_ibi},
+                "hash",
+                included=included,
+                address=address,
+                prefixes=tuple(prefixes),
             )
+            self.owners.update(dict.fromkeys(prefixes, service_ibi))
             self.changes += 1
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
 
@@ -86,6 +87,11 @@ class Receivers:
     senders: Callable[[str], Sender] | None = None
 
 
+# Whether the resolver leads readers of an IBI to an Archive other than this one (a good copy
+# of an item damaged here): ``outbound.ResolverHoldings.elsewhere``.
+GoodCopy = Callable[[str], bool]
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """An answer with a body: a status, its content type and headers (``html`` by default)."""
@@ -126,6 +132,7 @@ class ContentService:
         serve_inline_bytes: int,
         receivers: Receivers | None = None,
         offer_keys: OfferKeys | None = None,
+        good_copy: GoodCopy | None = None,
     ) -> None:
         self.archive = archive
         self.views = views
@@ -133,6 +140,7 @@ class ContentService:
         self._inline = serve_inline_bytes
         self._receivers = receivers
         self._offer_keys = offer_keys
+        self._good_copy = good_copy
 
     def _store(self) -> FileStore:
         if self._files is None:
@@ -194,16 +202,39 @@ class ContentService:
         return FileAnswer(200, headers, page=page, path=chosen.path)
 
     def _damaged(self, item: Item, chosen: StoredFile, *, known: bool = False) -> FileAnswer:
-        """A styled 500 (under the pages' CSP, linking the item's other pages and its persistent
-        URL); the damage is recorded in the item, so that its protocol answer is empty until an
-        operator repairs the file (and ``verify`` says so)."""
-        if not known:
-            try:
-                self.archive.record_damage(item.key, damaged=[chosen.path])
-            except ArchiveError as error:  # the page is answered all the same
-                logger.warning("damage not recorded", extra={"ibi": item.key, "why": str(error)})
+        """Damage found now is recorded in the item, so that its protocol answer is empty until
+        an operator repairs the file (and ``verify`` says so). Then the reader is sent back to
+        the persistent URL (307) when the resolver leads to a good copy elsewhere; otherwise,
+        and for damage known before, a styled 500 (under the pages' CSP, linking the item's
+        other pages and its persistent URL).
+
+        No loop: the 307 follows only a recorded damage (this Archive no longer offers the
+        item, so the resolver cannot send the reader back here) and a good copy the resolver
+        names; a reader who comes back all the same finds the damage known: the page.
+        """
+        if not known and self._record_damage(item, chosen):
+            location = self._good_copy_url(item, chosen)
+            if location is not None:
+                headers = {"Location": location, "Cache-Control": "no-store"}
+                return FileAnswer(307, headers, damaged=True, path=chosen.path)
         page = Page(500, integrity_page(item, chosen.path, DAMAGED, self.views))
         return FileAnswer(500, page=page, damaged=True, path=chosen.path)
+
+    def _record_damage(self, item: Item, chosen: StoredFile) -> bool:
+        try:
+            self.archive.record_damage(item.key, damaged=[chosen.path])
+        except ArchiveError as error:  # the page is answered all the same
+            logger.warning("damage not recorded", extra={"ibi": item.key, "why": str(error)})
+            return False
+        return True
+
+    def _good_copy_url(self, item: Item, chosen: StoredFile) -> str | None:
+        """The persistent URL of the damaged file, if the resolver leads to a good copy."""
+        persistent = self.views.persistent_url(item)
+        if persistent is None or self._good_copy is None or not self._good_copy(item.key):
+            return None
+        main = item.main_file
+        return persistent if main == chosen else f"{persistent}/{quote(chosen.path, safe='/')}"
 
     def file_list(self, label: str) -> Page:
         """``GET /list/<ibi>``: the file-list page (403 when the item is not listable)."""
@@ -280,7 +311,7 @@ class ContentService:
             files = self._store()
             for stored in new:
                 files.commit(item.key, stored.path, sha256_hex=stored.sha256, size=stored.size)
-        return self.archive.add_files(label, new, default), len(new)
+        return self.archive.add_files(label, new, default, principal), len(new)
 
     def revise_files(self, label: str, body: Any, principal: str = UNKNOWN) -> tuple[Item, int]:
         """An operator's revision: ``{"files": […], "reason", "default_file"?}`` adds or replaces

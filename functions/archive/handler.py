@@ -38,6 +38,11 @@ metrics = Metrics(namespace="ibi", service="archive")
 app = APIGatewayHttpResolver()
 
 MAX_IDEMPOTENCY_KEY = 200
+OAI_XML = "text/xml; charset=utf-8"
+OAI_FORM = (
+    "send the arguments as application/x-www-form-urlencoded UTF-8, e.g. "
+    "verb=ListRecords&metadataPrefix=oai_dc (OAI-PMH 2.0 §3.1.1.2)"
+)
 
 
 def count(name: str) -> None:
@@ -89,10 +94,10 @@ def file_response(answer: FileAnswer, label: str) -> Response[Any]:
     page = answer.page
     if page is not None and answer.status == 200 and isinstance(page.body, bytes):
         # A deposited file's bytes: never a page of this origin (views.file_headers).
-        return Response(
-            status_code=200,
+        return edge.bytes_response(  # as they are, JSON files too; sent base64-encoded
+            200,
+            page.body,
             content_type=page.content_type,
-            body=page.body,  # bytes: Powertools sends them base64-encoded
             headers={**page.headers, **views.file_headers(page.content_type, answer.path)},
         )
     if page is not None:
@@ -161,7 +166,6 @@ def get_metadata() -> Response[Any]:
 def oai_pmh() -> Response[Any]:
     """OAI-PMH 2.0 (oai.py): every answer is 200 and XML, the protocol's errors included."""
     event, settings = app.current_event, wiring.runtime().settings
-    arguments = event.raw_query_string if event.http_method == "GET" else event.decoded_body
     repository = oai.archive_repository(
         site().content.archive.items,
         address=site().identity.address,
@@ -171,7 +175,14 @@ def oai_pmh() -> Response[Any]:
         clock=wiring.runtime().clock,
         page_size=settings.oai_page_size,
     )
-    return Response(200, "text/xml; charset=utf-8", repository.answer(arguments or ""))
+    if event.http_method == "GET":
+        arguments = event.raw_query_string
+    else:
+        try:
+            arguments = edge.text_body(event, error=BadRequest, hint=OAI_FORM)
+        except BadRequest as unreadable:
+            return Response(400, OAI_XML, repository.unreadable(str(unreadable)))
+    return Response(200, OAI_XML, repository.answer(arguments or ""))
 
 
 # ---------------------------------------------------------------------------- the deposit API
@@ -223,12 +234,20 @@ def get_item() -> Response[str]:
 
 @app.patch("/api/item")
 def update_item() -> Response[str]:
-    return item_json(200, site().content.archive.update(item_label(), body()))
+    return item_json(200, site().content.archive.update(item_label(), body(), principal()))
 
 
 @app.post("/api/item/links")
 def link_item() -> Response[str]:
     return item_json(200, site().content.archive.link(item_label(), body()))
+
+
+@app.delete("/api/item/links")
+def unlink_item() -> Response[str]:
+    """Remove one link (``?link=next_edition|translation(LANG)|metadata|metadata_oai_dc``)."""
+    item = site().content.archive.unlink(item_label(), query("link"), principal())
+    logger.info("link removed", extra={"ibi": item.key, "link": query("link"), "by": principal()})
+    return item_json(200, item)
 
 
 @app.delete("/api/item")

@@ -72,6 +72,9 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "history": [revision.to_mapping() for revision in item.history],
         "pending": item.pending,
         "damaged": list(item.damaged),
+        "deleted_original": item.deleted_original,
+        "moved_to": forms_mapping(item.moved_to),
+        "moved_at": format_date(item.moved_at) if item.moved_at is not None else None,
     }
 
 
@@ -113,8 +116,20 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         history=tuple(Revision.from_mapping(r) for r in data.get("history", [])),
         pending=bool(data.get("pending", False)),
         damaged=tuple(data.get("damaged", [])),
+        deleted_original=_deleted_original(data),
+        moved_to=_forms(data.get("moved_to")),
+        moved_at=Decimal(data["moved_at"]) if data.get("moved_at") else None,
         version=version,
     )
+
+
+def _deleted_original(data: dict[str, Any]) -> bool:
+    """Whether a tombstone is the original's, deleted here. One stored before this was recorded
+    counts as one unless it kept a copy's checksums (only a copy has them): never re-created."""
+    if "deleted_original" in data:
+        return bool(data["deleted_original"])
+    copy = data.get("original_sha256") or data.get("original_files")
+    return data["state"] == State.DELETED.value and not copy
 
 
 def deposit_body(item: Item) -> dict[str, Any]:

@@ -167,7 +167,10 @@ class Revision:
     published again with the bytes it was deposited with), ``imported`` (an original for an
     IBI of another subsystem, authorised by an operator), ``received`` (an original that came
     through a transfer), ``released`` (an original that left through an offer, ``reason`` naming
-    it). ``by`` is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
+    it), ``unlinked`` (a link to a related item removed, ``reason`` naming it), ``retargeted``
+    (what the item's persistent URL serves changed: ``served_before`` and ``served_after``, each
+    a file's path or the external URL, or None; ``path``, ``old`` and ``new`` the files). ``by``
+    is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
     """
 
     action: str
@@ -179,6 +182,8 @@ class Revision:
     new_sha256: str | None = None
     new_size: int | None = None
     reason: str = ""
+    served_before: str | None = None
+    served_after: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in REVISION_ACTIONS:
@@ -200,6 +205,12 @@ class Revision:
             "old": version(self.old_sha256, self.old_size),
             "new": version(self.new_sha256, self.new_size),
             "reason": self.reason,
+            # what the persistent URL served before and after (``retargeted`` only)
+            **(
+                {"from": self.served_before, "to": self.served_after}
+                if self.action == "retargeted"
+                else {}
+            ),
         }
 
     @classmethod
@@ -215,10 +226,21 @@ class Revision:
             new_sha256=new.get("sha256"),
             new_size=new.get("size"),
             reason=data.get("reason", ""),
+            served_before=data.get("from"),
+            served_after=data.get("to"),
         )
 
 
-REVISION_ACTIONS = ("replaced", "added", "repaired", "imported", "received", "released")
+REVISION_ACTIONS = (
+    "replaced",
+    "added",
+    "repaired",
+    "imported",
+    "received",
+    "released",
+    "unlinked",
+    "retargeted",
+)
 
 
 def is_sha256(text: Any) -> bool:
@@ -275,6 +297,13 @@ class Item:
     # Paths of files whose stored bytes failed their SHA-256 (found when serving or by
     # ``verify``): the protocol answers nothing for the item until they are repaired.
     damaged: tuple[str, ...] = ()
+    # A tombstone of the original deleted here (not one of a copy, nor of an original that
+    # left by a transfer): no original of its IBI is ever held here again.
+    deleted_original: bool = False
+    # Where the original went when this Archive released it in a transfer (the receiving
+    # Archive's service IBI) and when: the transfer record its urlRequest answer carries.
+    moved_to: Forms | None = None
+    moved_at: Decimal | None = None
     version: int = 0
 
     def __post_init__(self) -> None:
@@ -303,6 +332,13 @@ class Item:
         return self.state is State.DELETED
 
     @property
+    def yields_to_transfer(self) -> bool:
+        """Whether an incoming transfer of the IBI's original may take this item's place: an
+        incoming transfer answered to no one yet, or a tombstone but an original's deleted here
+        (a deleted copy, or an original that left by a transfer: docs/decisions.md)."""
+        return self.pending or (self.deleted and not self.deleted_original)
+
+    @property
     def usable(self) -> bool:
         """Whether the item may be offered to readers: held, complete, its bytes intact."""
         return not self.deleted and not self.pending and not self.damaged
@@ -327,6 +363,12 @@ class Item:
         if self.default_file is not None:
             return self.file(self.default_file)
         return self.files[0] if len(self.files) == 1 else None
+
+    @property
+    def served(self) -> str | None:
+        """What the item's persistent URL leads to: its main file's path, else its URL."""
+        main = self.main_file
+        return main.path if main is not None else self.external_url
 
     def translation(self, language: str) -> Translation | None:
         tag = language_tag(language)

@@ -264,12 +264,7 @@ class Repository:
     def answer(self, arguments: Sequence[tuple[str, str]] | str) -> bytes:
         """The response to a request with ``arguments`` (pairs, or the query string / form
         body they come in)."""
-        root = ElementTree.Element(
-            f"{{{OAI}}}OAI-PMH", {f"{{{XSI}}}schemaLocation": OAI_PMH_SCHEMA}
-        )
-        ElementTree.SubElement(root, f"{{{OAI}}}responseDate").text = datestamp(self._clock())
-        request = ElementTree.SubElement(root, f"{{{OAI}}}request")
-        request.text = self._identity.base_url
+        root, request = self._envelope()
         try:
             verb, given = checked(
                 request_arguments(arguments) if isinstance(arguments, str) else arguments
@@ -283,6 +278,23 @@ class Repository:
         except OaiError as error:
             root.append(_error(error))
         return _document(root)
+
+    def unreadable(self, message: str) -> bytes:
+        """The document for a request whose arguments cannot be read at all (a form body that
+        is not UTF-8): ``badArgument`` saying what to send; the route answers it with a 400."""
+        root, _ = self._envelope()
+        root.append(_error(OaiError("badArgument", message)))
+        return _document(root)
+
+    def _envelope(self) -> tuple[ElementTree.Element, ElementTree.Element]:
+        """The document's root with its ``responseDate``, and its ``request`` (the base URL)."""
+        root = ElementTree.Element(
+            f"{{{OAI}}}OAI-PMH", {f"{{{XSI}}}schemaLocation": OAI_PMH_SCHEMA}
+        )
+        ElementTree.SubElement(root, f"{{{OAI}}}responseDate").text = datestamp(self._clock())
+        request = ElementTree.SubElement(root, f"{{{OAI}}}request")
+        request.text = self._identity.base_url
+        return root, request
 
     # -- the verbs -----------------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import threading
 import time
@@ -73,6 +74,7 @@ from functions.archive.model import Forms, Item, State
 from functions.archive.service import UNKNOWN, ArchiveService
 from functions.archive.transfer import leave_of
 from functions.shared.keys import KeySource
+from ibi.core.errors import InvalidInput
 
 logger = Logger(service="archive", child=True)
 
@@ -86,6 +88,11 @@ REFRESH_SECONDS = 60  # an offer that verifies under no known key: read the keys
 OFFER_MAX_FILE_BYTES = 64 * 1024 * 1024  # each file is pulled in one answer
 OFFER_MAX_BYTES = 128 * 1024 * 1024  # all of them are held in memory until they are staged
 Expected = dict[str, tuple[str, int]]  # path -> (sha256, size)
+BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
+NOT_AN_OFFER = (
+    "this is not an offer: give the whole text `ibi archive offer` printed on the sending "
+    "Archive (ibioffer1.<payload>.<signature>), unchanged"
+)
 
 
 class OfferRefused(ArchiveError):
@@ -129,6 +136,10 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
+    """Unpadded base64url, strictly: any other character is refused (``ValueError``), never
+    skipped as the standard decoder would."""
+    if not BASE64URL.fullmatch(text):
+        raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
@@ -182,18 +193,25 @@ def _split(token: Any) -> tuple[bytes, bytes]:
             raise ValueError("not an offer")
         return _unb64(parts[1]), _unb64(parts[2])
     except (ValueError, binascii.Error):
-        raise Unprocessable("this is not an offer (ibioffer1.<payload>.<signature>)") from None
+        raise Unprocessable(NOT_AN_OFFER) from None
 
 
 def _offer_of(payload: bytes) -> Offer:
+    """The offer a payload holds: UTF-8 JSON of every :class:`Offer` field (else a 422 that
+    says what to send, never the parser's words)."""
     try:
-        data = json.loads(payload)
+        data = json.loads(payload.decode("utf-8"))
         offer = Offer(**data)
-        if not isinstance(offer.item, dict) or not isinstance(offer.version, int):
-            raise TypeError("item or version")
+        texts = (offer.id, offer.ibi, offer.sender, offer.base_url, offer.to, offer.leave)
+        if not all(isinstance(text, str) for text in texts):
+            raise TypeError("a field that is text")
+        if not isinstance(offer.item, dict) or not all(
+            isinstance(number, int) for number in (offer.version, offer.expires)
+        ):
+            raise TypeError("item, version or expiry")
         offer.files  # noqa: B018 - every file has a path, a SHA-256 and a size
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise Unprocessable(f"the offer cannot be read: {error}") from None
+    except (ValueError, TypeError, KeyError, AttributeError):  # UnicodeDecodeError included
+        raise Unprocessable(NOT_AN_OFFER) from None
     return offer
 
 
@@ -285,7 +303,11 @@ def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str)
         return {**answer, "valid": True}
     try:
         _, after = service.release_original(
-            offer.ibi, leave=offer.leave, version=offer.version, reason=release_reason(offer)
+            offer.ibi,
+            leave=offer.leave,
+            version=offer.version,
+            reason=release_reason(offer),
+            to=_service_forms(offer.to),
         )
     except Conflict:  # a concurrent confirmation of the same offer may have won
         after = service.get(offer.ibi)
@@ -293,6 +315,14 @@ def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str)
             raise
     logger.info("original released", extra={"ibi": item.key, "to": offer.to, "offer": offer.id})
     return {**answer, "confirmed": True, "here": after.state.value}
+
+
+def _service_forms(label: str) -> Forms | None:
+    """The receiver's service IBI of an offer, for the transfer record (issue 24)."""
+    try:
+        return Forms.of(label)
+    except InvalidInput:
+        return None
 
 
 # ---------------------------------------------------------------------------- the receiver
@@ -329,10 +359,14 @@ def accept(
         raise OfferRefused(f"this offer is for {offer.to}, not for this Archive ({me.key})")
     body = {"offer": token, "receiver": offer.to}
     held = _find(archive, offer.ibi)
-    if held is not None and not held.pending:
-        raise Conflict(f"{held.key} is held here already (a {held.state.value}): offer used")
+    if held is not None and held.deleted_original:
+        raise Conflict(f"this Archive deleted the original of {held.key}: it is never held again")
+    if held is not None and not held.yields_to_transfer:
+        state = held.state.value
+        article = "an" if state[0] in "AEIOU" else "a"
+        raise Conflict(f"{held.key} is held here already ({article} {state}): offer used")
     sender = connect(offer.base_url)
-    staged = held is not None and _files(held) == offer.files
+    staged = held is not None and held.pending and _files(held) == offer.files
     if not staged:
         if int(archive.now()) >= offer.expires + SKEW_SECONDS:
             raise OfferExpired(f"the offer expired at {offer.expires}; ask for a new one")

@@ -17,7 +17,7 @@ import json
 import socket
 import ssl
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import SplitResult, quote, urljoin, urlsplit
 
 from functions.archive.model import Forms
 from functions.shared.addresses import AddressPolicy, UnsafeAddress
@@ -50,6 +50,14 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
 
 
+def _split(url: str) -> SplitResult:
+    """``url``'s parts; ``ApiError`` for text no URL parser reads (``http://[::1``)."""
+    try:
+        return urlsplit(url)
+    except ValueError as error:
+        raise ApiError(0, f"{url[:200]!r} is not a URL ({error})") from None
+
+
 def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES) -> Transport:
     """An ``ibi.client`` transport that contacts only what ``policy`` permits."""
 
@@ -62,7 +70,7 @@ def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES
         timeout: float = 30.0,
         where: str | None = None,
     ) -> Raw:
-        split = urlsplit(url)
+        split = _split(url)
         host = split.hostname
         if split.scheme not in {"http", "https"} or not host:
             raise ApiError(0, f"{url[:200]!r} is not an http(s) URL")
@@ -99,7 +107,7 @@ class PublicArchive:
     itself vetted) and its public ``POST /transfers/confirm``. No credentials are sent."""
 
     def __init__(self, base_url: str, policy: AddressPolicy) -> None:
-        split = urlsplit(base_url)
+        split = _split(base_url)
         if split.scheme not in {"http", "https"} or not split.netloc:
             raise ApiError(0, f"{base_url[:200]!r} is not an http(s) base URL")
         self.base_url = base_url.rstrip("/")
@@ -132,3 +140,40 @@ class PublicArchive:
         except ValueError:
             parsed = {}
         return answer.status, parsed if isinstance(parsed, dict) else {}
+
+
+HOLDINGS_TIMEOUT = 6.0  # seconds: the resolver's fan-out ends within its own deadline
+
+
+class ResolverHoldings:
+    """What the resolver says of an IBI's holders (its public ``GET /holdings/<ibi>``, JSON):
+    whether it leads readers to a good copy in an Archive other than this one. Asked only for
+    the first reader of a file found damaged here; any failure reads as "no good copy"."""
+
+    def __init__(self, resolver_url: str, base_url: str, policy: AddressPolicy) -> None:
+        self._resolver = resolver_url.rstrip("/")
+        self._here = base_url.rstrip("/") + "/"
+        self._policy = policy
+
+    def elsewhere(self, label: str) -> bool:
+        """Whether an Archive other than this one offers ``label`` (a holder with a ``url``:
+        one with damaged files offers none)."""
+        send = vetted_transport(self._policy)
+        url = f"{self._resolver}/holdings/{quote(label, safe='/')}"
+        try:
+            answer = send(
+                "GET",
+                url,
+                headers={"Accept": "application/json"},
+                timeout=HOLDINGS_TIMEOUT,
+                where="the resolver",
+            )
+            holders = json.loads(answer.content).get("archives") if answer.status == 200 else []
+        except (ApiError, ValueError, AttributeError):
+            return False
+        return isinstance(holders, list) and any(
+            isinstance(holder, dict)
+            and isinstance(holder.get("url"), str)
+            and not holder["url"].startswith(self._here)
+            for holder in holders
+        )

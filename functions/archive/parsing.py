@@ -18,8 +18,7 @@ from ibi.core.errors import InvalidInput
 
 MAX_FILE_BYTES = 5 * 1024**3  # S3's limit for one PUT, so for one presigned upload
 MAX_PATH_BYTES = 768  # an S3 key has at most 1,024 bytes: the rest is for the item's label
-MAX_PATH_CHARS = MAX_PATH_BYTES // 4  # what the OpenAPI document can say (maxLength counts
-# characters): any 192 characters fit in 768 UTF-8 bytes
+# (a file name of 255 bytes, a file system's most, fits: with 8 folders of 50 bytes above it)
 MAX_MEDIA_TYPE = 255
 # Refused in every string of a request, keys included: the C0 controls but tab, LF and CR;
 # DEL and the C1 controls; lone surrogates (UTF-8 cannot encode them, so no page could be
@@ -101,9 +100,9 @@ def _check_text(text: str, where: str) -> None:
     found = UNSAFE_TEXT.search(text)
     if found:
         raise BadRequest(
-            f"{where}: character U+{ord(found.group()):04X} at position {found.start()} is not "
-            "allowed (control characters but tab and line breaks, lone surrogates, U+FFFE and "
-            "U+FFFF are refused)"
+            f"{where}: character U+{ord(found.group()):04X} at position {found.start()} of "
+            f"{text[:80]!r} is not allowed (control characters but tab and line breaks, lone "
+            "surrogates, U+FFFE and U+FFFF are refused)"
         )
 
 
@@ -149,8 +148,11 @@ def _declared_file(entry: Any) -> StoredFile:
     content_type = entry.get("content_type", "application/octet-stream")
     if not isinstance(path, str) or not isinstance(sha256, str):
         raise BadRequest(f'"files": {shape}: "path" and "sha256" are strings')
-    if len(path) > MAX_PATH_CHARS:
-        raise BadRequest(f'"files": {path[:80]!r}…: a path has at most {MAX_PATH_CHARS} characters')
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise BadRequest(
+            f'"files": {path[:80]!r}…: a path has at most {MAX_PATH_BYTES} bytes of UTF-8 '
+            f"({MAX_PATH_BYTES} ASCII characters, fewer accented ones)"
+        )
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_FILE_BYTES:
         raise BadRequest(
             f'"files": {path!r}: "size" must be a whole number of bytes from 0 to '

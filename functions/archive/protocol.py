@@ -49,6 +49,7 @@ from functions.archive.holdings import with_holdings
 from functions.archive.model import ContentType, Forms, Item, Profile, State
 from functions.archive.urlkeys import UrlKeys
 from functions.shared.keys import RandomKeys
+from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, parse_query
 from ibi.core.relations import (
@@ -58,6 +59,7 @@ from ibi.core.relations import (
     relation_for_verbs,
     wants_file_list,
 )
+from ibi.core.transfers import record_pairs
 
 MAX_EDITION_HOPS = 64
 MAX_ACKNOWLEDGED_LABELS = 4  # an acknowledgment's ``ibi``: ``rep R ibip P`` at most, read
@@ -256,6 +258,7 @@ def make_url_list(
         ("ibi.platformsoftware", tuple(identity.platform.words()) if identity.platform else ()),
         ("ibi", tuple(item.ibi.words())),
     ]
+    pairs += _transfer_record(item)
     if item.deleted:
         pairs += [("state", State.DELETED.value), ("timestamp", item.iso_timestamp)]
         return PairList(sorted(pairs)), item
@@ -287,6 +290,14 @@ def make_url_list(
     if targets:
         pairs.append(("urlkey", urlkey(targets)))
     return PairList(sorted(pairs)), item
+
+
+def _transfer_record(item: Item) -> list[tuple[str, str | tuple[str, ...]]]:
+    """Where the original went, if this Archive released it in a transfer (issue 24): the
+    extension pairs ``transfer.archiveservice`` and ``transfer.timestamp``."""
+    if item.moved_to is None or item.moved_at is None or item.state is State.ORIGINAL:
+        return []
+    return record_pairs(item.moved_to.to_mapping(), iso_date(item.moved_at))
 
 
 # ---------------------------------------------------------------------------- the service

@@ -35,6 +35,7 @@ from functions.archive.errors import (
     Gone,
     NotHeld,
     Unavailable,
+    Unprocessable,
 )
 from functions.archive.mapping import DEPOSIT_FIELDS, LINK_FIELDS, links_from_mapping
 from functions.archive.model import (
@@ -46,6 +47,7 @@ from functions.archive.model import (
     StoredFile,
     Translation,
     is_sha256,
+    language_tag,
 )
 from functions.archive.parsing import (
     CREATE_FIELDS,
@@ -85,6 +87,13 @@ CREATOR_WINDOW = Decimal(3600)
 FUTURE_SLACK = Decimal(60)
 MAX_HISTORY = 200  # revisions kept in an item (its record stays far below DynamoDB's 400 KB)
 MAX_REASON = 500
+# The links DELETE /api/item/links removes (?link=; also translation(LANG)), as the history
+# names each.
+UNLINKABLE = {
+    "next_edition": "next edition",
+    "metadata": "metadata",
+    "metadata_oai_dc": "OAI Dublin Core metadata",
+}
 UNKNOWN = "unknown"  # the principal of calls made without one (tests, local tools)
 
 
@@ -340,7 +349,7 @@ class ArchiveService:
     def _note(self, item: Item) -> None:
         self.items.note_item(item)
 
-    def update(self, label: str, body: Any) -> Item:
+    def update(self, label: str, body: Any, principal: str = UNKNOWN) -> Item:
         data = fields_of(body, UPDATE_FIELDS, "an update")
         if "ibi" in data:
             self._add_forms(label, forms_of(data["ibi"]))
@@ -366,7 +375,7 @@ class ArchiveService:
                 raise Conflict("the Archive's own service item is untransferable")
             return item.changed(self._clock(), **changes)
 
-        return self._modify(label, change)
+        return self._modify(label, change, by=principal)
 
     def _add_forms(self, label: str, forms: Forms) -> None:
         """Make the item answer to ``forms`` (its own, plus the other form of its IBI): e.g. a
@@ -375,7 +384,7 @@ class ArchiveService:
         if item.deleted:
             raise Gone(f"{item.key} was deleted; its IBI stays known and is never reused")
         if not set(item.ibi.labels) <= set(forms.labels):
-            raise BadRequest(
+            raise Unprocessable(
                 f'"ibi" keeps the item\'s IBI: give its forms {item.ibi.to_mapping()} and the '
                 "one to add (the same date)"
             )
@@ -442,6 +451,44 @@ class ArchiveService:
 
         return self._modify(label, change)
 
+    def unlink(self, label: str, link: str | None, principal: str) -> Item:
+        """Remove one link (``DELETE /api/item/links``), recorded in the item's history.
+
+        ``link`` is the item's field: ``next_edition``, ``metadata``, ``metadata_oai_dc``, or
+        ``translation(LANG)`` (as the spec names the relation). A link the item does not have
+        is :class:`NotHeld`.
+        """
+        language = _translation_language(link or "")
+        if link not in UNLINKABLE and language is None:
+            raise BadRequest(
+                f"say which link to remove: ?link={'|'.join(UNLINKABLE)}|translation(LANG)"
+            )
+
+        def change(item: Item) -> Item:
+            if language is not None:
+                tag = language_tag(language)
+                kept = tuple(t for t in item.translations if t.language != tag)
+                if len(kept) == len(item.translations):
+                    held = ", ".join(t.language for t in item.translations) or "none"
+                    raise NotHeld(f"{item.key} has no translation into {tag} (it has: {held})")
+                gone = next(t for t in item.translations if t.language == tag)
+                target = gone.ibi.key if gone.ibi is not None else str(gone.url)
+                changes: dict[str, Any] = {"translations": kept}
+                what = f"the translation into {tag}, {target}"
+            else:
+                forms = getattr(item, str(link))
+                if forms is None:
+                    raise NotHeld(f"{item.key} has no {UNLINKABLE[str(link)]} link")
+                changes = {str(link): None}
+                what = f"the {UNLINKABLE[str(link)]} link to {forms.key}"
+            if len(item.history) >= MAX_HISTORY:
+                raise Conflict(f"{item.key} has {MAX_HISTORY} revisions already")
+            now = self._clock()
+            removed = Revision("unlinked", at=now, by=principal, reason=f"{what}, removed")
+            return item.changed(now, history=(*item.history, removed), **changes)
+
+        return self._modify(label, change)
+
     # -- files: added by their depositor, revised by an operator -----------------------------
 
     def files_to_add(
@@ -473,7 +520,13 @@ class ArchiveService:
                 "the item's history)"
             )
 
-    def add_files(self, label: str, files: tuple[StoredFile, ...], default: str | None) -> Item:
+    def add_files(
+        self,
+        label: str,
+        files: tuple[StoredFile, ...],
+        default: str | None,
+        principal: str = UNKNOWN,
+    ) -> Item:
         """Record ``files`` (checked and published) in the item; never changes one it holds."""
 
         def change(item: Item) -> Item:
@@ -483,7 +536,7 @@ class ArchiveService:
                 return item
             return item.changed(self._clock(), files=(*item.files, *new), default_file=chosen)
 
-        return self._modify(label, change)
+        return self._modify(label, change, by=principal)
 
     def files_to_revise(
         self, label: str, declared: tuple[StoredFile, ...]
@@ -554,7 +607,7 @@ class ArchiveService:
                 damaged=tuple(path for path in item.damaged if path not in revised),
             )
 
-        return self._modify(label, change)
+        return self._modify(label, change, by=principal, reason=reason)
 
     def record_damage(
         self, label: str, *, damaged: Iterable[str], checked: Iterable[str] = ()
@@ -577,14 +630,21 @@ class ArchiveService:
         def change(item: Item) -> Item:
             if item.service:
                 raise Conflict("the Archive's own service item cannot be deleted")
-            return item.tombstone(self._clock())
+            original = item.state is State.ORIGINAL
+            return replace(item.tombstone(self._clock()), deleted_original=original)
 
         return self._modify(label, change)
 
     # -- transfer (seed 001 §3.2; seed 004 §4.5) ---------------------------------------------
 
     def release_original(
-        self, label: str, *, leave: str, version: int | None = None, reason: str | None = None
+        self,
+        label: str,
+        *,
+        leave: str,
+        version: int | None = None,
+        reason: str | None = None,
+        to: Forms | None = None,
     ) -> tuple[Item, Item]:
         """First step of a transfer: this Archive stops answering ``Original`` for the item.
 
@@ -592,6 +652,8 @@ class ArchiveService:
         transferable original moves; the Archive's own service item never does. With
         ``version``, only that version of the item (the one the receiver was sent and checked).
         With ``reason`` (an offer, ``offers.py``), the release is recorded in the item's history.
+        With ``to`` (the receiving Archive's service IBI), the item keeps the transfer record
+        that its protocol answer carries (``ibi.core.transfers``, issue 24).
         """
         if leave not in {"copy", "tombstone"}:
             raise BadRequest('"leave" is "copy" or "tombstone"')
@@ -609,8 +671,10 @@ class ArchiveService:
             if reason is not None:
                 released = Revision("released", at=self._clock(), by=UNKNOWN, reason=reason)
                 history = (*history, released)
+            moved_at = self._clock() if to is not None else None
             if leave == "tombstone":
-                return replace(item.tombstone(self._clock()), history=history)
+                left = item.tombstone(self._clock())
+                return replace(left, history=history, moved_to=to, moved_at=moved_at)
             main = item.main_file
             return item.changed(
                 self._clock(),
@@ -619,6 +683,8 @@ class ArchiveService:
                 original_sha256=main.sha256 if main else None,
                 original_files=item.files,
                 history=history,
+                moved_to=to,
+                moved_at=moved_at,
             )
 
         after = self._modify(label, change)
@@ -669,7 +735,12 @@ class ArchiveService:
                 f"{MAX_ACCESSES}"
             )
         held = self.items.get(forms.key)
-        if held is not None and held.pending:
+        if held is not None and held.deleted_original:
+            raise Conflict(
+                f"this Archive deleted the original of {held.key}: no original of its IBI is held "
+                "here again (docs/decisions.md); transfer it to another Archive"
+            )
+        if held is not None and held.yields_to_transfer:  # a retry, or a copy's tombstone
             self._forget(held)
         self._create(item, accesses=accesses)
         return item
@@ -712,7 +783,11 @@ class ArchiveService:
         except ArchiveStoreError as error:
             raise Unavailable(UNAVAILABLE) from error
 
-    def _modify(self, label: str, change: Callable[[Item], Item]) -> Item:
+    def _modify(
+        self, label: str, change: Callable[[Item], Item], *, by: str = UNKNOWN, reason: str = ""
+    ) -> Item:
+        """Apply ``change`` with one conditional write (retried on a race); a change of what
+        the item's persistent URL serves is recorded in its history, by ``by``."""
         for _ in range(5):
             item = self.get(label)
             if item.deleted:
@@ -725,6 +800,7 @@ class ArchiveService:
                 raise BadRequest(str(error)) from None
             if changed is item:
                 return item  # nothing to change (a retried request)
+            changed = self._retargeted(item, changed, by, reason)
             try:
                 self.items.replace(changed, expected_version=item.version)
             except StaleItem:
@@ -735,6 +811,31 @@ class ArchiveService:
             return changed
         raise Conflict(f"{label} is being changed by someone else; retry")
 
+    def _retargeted(self, before: Item, after: Item, by: str, reason: str) -> Item:
+        """``after``, with a ``retargeted`` revision when what its persistent URL serves (the
+        main file, else the external URL) changed. The first thing an item serves is its
+        deposit, not a change; a tombstone and an incoming transfer record nothing."""
+        was, now = before.served, after.served
+        if was is None or was == now or after.deleted or after.pending:
+            return after
+        if len(after.history) >= MAX_HISTORY:
+            raise Conflict(f"{after.key} has {MAX_HISTORY} revisions already")
+        old, new = before.main_file, after.main_file
+        revision = Revision(
+            "retargeted",
+            at=self._clock(),
+            by=by,
+            path=new.path if new is not None else None,
+            old_sha256=old.sha256 if old is not None else None,
+            old_size=old.size if old is not None else None,
+            new_sha256=new.sha256 if new is not None else None,
+            new_size=new.size if new is not None else None,
+            reason=reason,
+            served_before=was,
+            served_after=now,
+        )
+        return replace(after, history=(*after.history, revision))
+
 
 # What an incoming transfer carries: the deposit fields (no "transferable": it is, once here)
 # and the links, in the item's own JSON form (functions.archive.mapping.transfer_body).
@@ -743,6 +844,13 @@ TRANSFER_FIELDS = (set(DEPOSIT_FIELDS) - {"transferable"}) | set(LINK_FIELDS) | 
 COPY_FIELDS = {"original_sha256", "original_files"}
 MAX_ORIGINAL_FILES = 1000  # a copy's expected files (the record stays below 400 KB)
 MAX_ACCESSES = 10**15  # a count carried by a transfer (DynamoDB numbers hold 38 digits)
+
+
+def _translation_language(link: str) -> str | None:
+    """``pt-BR`` of ``translation(pt-BR)``; None for any other text."""
+    if link.startswith("translation(") and link.endswith(")"):
+        return link[len("translation(") : -1]
+    return None
 
 
 def reason_of(data: dict[str, Any]) -> str:

@@ -67,6 +67,7 @@ class Receiver(Protocol):
     def item(self, ibi: str) -> Any: ...
     def complete_transfer(self, ibi: str) -> Any: ...
     def cancel_transfer(self, ibi: str) -> Any: ...
+    def service(self) -> Any: ...
 
 
 class TransferFailed(Exception):
@@ -127,7 +128,9 @@ def transfer(
         _expect(receiver.item(item.key), item, pending=True, files=expected)
         if remaining() < CRITICAL_SECONDS:
             raise NotProven(f"too little time left ({remaining():.0f} s) to complete safely")
-        before, after = service.release_original(label, leave=leave, version=item.version)
+        before, after = service.release_original(
+            label, leave=leave, version=item.version, to=_service_of(receiver)
+        )
     except Exception as error:
         _cancel(receiver, item.key)
         logger.warning("transfer refused", extra={"ibi": item.key, "reason": str(error)[:300]})
@@ -145,6 +148,16 @@ def transfer(
             refused=True,
         )
     return Transferred(here=after, there=there)
+
+
+def _service_of(receiver: Receiver) -> Forms | None:
+    """The receiving Archive's service IBI (``GET /api/service``), for the transfer record
+    this Archive keeps (issue 24); None when it does not say (no record is kept then)."""
+    try:
+        return Forms.from_mapping(receiver.service()["archiveserviceibi"])
+    except Exception as error:
+        logger.warning("receiver's service IBI unknown", extra={"reason": str(error)[:300]})
+        return None
 
 
 def _contents(item: Item, files: Any) -> list[tuple[str, bytes, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from functions.archive.content import ContentService, FileStore, Receivers
+from functions.archive.content import ContentService, FileStore, GoodCopy, Receivers
 from functions.archive.errors import BadRequest, Unavailable
 from functions.archive.model import Forms
 from functions.archive.offers import OfferKeys, Sender
@@ -92,7 +92,8 @@ class Runtime:
         identity = ArchiveIdentity(
             address=base.split("://", 1)[1], service=service, platform=self.settings.platform
         )
-        views = ArchiveViews(base, self.settings.join_resolver_url or self.settings.resolver_url)
+        resolver = self.settings.join_resolver_url or self.settings.resolver_url
+        views = ArchiveViews(base, resolver)
         content = ContentService(
             self.service,
             views=views,
@@ -100,6 +101,7 @@ class Runtime:
             serve_inline_bytes=self.settings.serve_inline_bytes,
             receivers=self.receivers or receivers(),
             offer_keys=self.offer_keys or OfferKeys(RandomKeys()),
+            good_copy=good_copies(resolver, base, self.settings.allow_networks),
         )
         protocol = ProtocolService(
             self.store,
@@ -197,6 +199,19 @@ def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
             raise BadRequest(f"the offer's sender: {error.message}") from None
 
     return Receivers(connect=connect, senders=sender)
+
+
+def good_copies(
+    resolver_url: str | None, base_url: str, allow_networks: tuple[str, ...] = ()
+) -> GoodCopy | None:
+    """Whether the resolver this Archive joins leads to a good copy elsewhere (asked for the
+    first reader of a damaged file, under the transfers' address rules); None: no resolver."""
+    if not resolver_url:
+        return None
+    from functions.archive.outbound import ResolverHoldings
+    from functions.shared.addresses import AddressPolicy
+
+    return ResolverHoldings(resolver_url, base_url, AddressPolicy(allow_networks)).elsewhere
 
 
 def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeySource:

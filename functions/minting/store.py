@@ -257,6 +257,7 @@ class DynamoMintStore:
             expires_at,
             condition="attribute_not_exists(#key) OR "
             "(#status = :in_progress AND #lease < :now AND attribute_not_exists(minted))",
+            names={"#key": "key"},
             values={":now": _n(now)},
         ):
             return None
@@ -273,12 +274,21 @@ class DynamoMintStore:
             IdempotencyClaim(claim.key_id, claim.fingerprint, "in_progress", lease_until),
             expires_at,
             condition="#status = :in_progress AND #lease = :seen",
+            names={},
             values={":seen": _n(claim.lease_until)},
         )
 
     def _put_claim(
-        self, claim: IdempotencyClaim, expires_at: int, *, condition: str, values: dict[str, Any]
+        self,
+        claim: IdempotencyClaim,
+        expires_at: int,
+        *,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
     ) -> bool:
+        """Put ``claim`` if ``condition`` holds; ``names`` and ``values`` are the condition's
+        own beyond ``#status``, ``#lease`` and ``:in_progress`` (DynamoDB refuses unused ones)."""
         lost = self._call(
             "put_item",
             "claiming the idempotency key",
@@ -292,7 +302,7 @@ class DynamoMintStore:
                 "expires_at": _n(expires_at),
             },
             ConditionExpression=condition,
-            ExpressionAttributeNames={"#key": "key", "#lease": "lease_until", **STATUS},
+            ExpressionAttributeNames={**names, "#lease": "lease_until", **STATUS},
             ExpressionAttributeValues={**values, **IN_PROGRESS},
         )
         return not isinstance(lost, Exception)

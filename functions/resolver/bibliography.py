@@ -82,4 +82,22 @@ def render(record: Record, style: str, locale: str | None) -> str:
     bibliography = CitationStylesBibliography(_style(style, locale), source, formatter.plain)
     bibliography.register(Citation([CitationItem(item["id"])]))
     entries = [" ".join(str(entry).split()) for entry in bibliography.bibliography()]
+    if (first := _first_field(bibliography)) and entries[0].startswith(first):
+        entries[0] = f"{first} {entries[0][len(first) :].lstrip()}".rstrip()
     return "\n".join(entries) + "\n"
+
+
+def _first_field(bibliography: Any) -> str | None:
+    """The first field of a style with ``second-field-align`` (ieee's ``[1]``, nature's ``1.``).
+
+    CSL sets that field apart from the rest of the entry (a column of its own, CSL 1.0.2
+    "Whitespace"); citeproc-py's plain text writes the two together (``[1]G. Câmara``), so
+    :func:`render` puts the space that stands for the column between them.
+    """
+    element = bibliography.style.root.bibliography
+    if element is None or not element.get("second-field-align"):
+        return None
+    layout = element.layout
+    layout.repressed = {}  # as citeproc-py's Layout sets it before rendering an entry
+    text = layout.getchildren()[0].render(bibliography.items[0])
+    return " ".join(str(text).split()) if text is not None else None

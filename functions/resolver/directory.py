@@ -8,6 +8,9 @@ Scan). The list is also read again when this environment changed the registry it
 answered (noted at most once a minute per Archive, without bumping the generation). No
 request ever scans the registry: a flood of requests, refused or not, costs the registry at
 most one GetItem per 5 s per environment.
+
+Each snapshot also knows who owns each prefix (``owner_of``, ``owners.py``): a registered
+Archive, included or not (issue 24).
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from aws_lambda_powertools import Logger
 
+from functions.resolver.owners import owners
 from functions.resolver.registry import RegisteredArchive, Registry, RegistryError
 from ibi.core.dates import iso_date
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import parse_label
 
 logger = Logger(service="resolver", child=True)
 
@@ -36,6 +42,11 @@ class _Snapshot:
     archives: list[RegisteredArchive]
     read_at: float
     checked_at: float
+    owners: dict[str, RegisteredArchive] = field(default_factory=dict)  # prefix -> owner
+
+    @classmethod
+    def of(cls, generation: int, archives: list[RegisteredArchive], at: float) -> _Snapshot:
+        return cls(generation, archives, at, at, owners(archives))
 
 
 class ArchiveDirectory:
@@ -82,12 +93,14 @@ class ArchiveDirectory:
             logger.warning(
                 "registry unreadable: serving the last snapshot", extra={"reason": str(error)}
             )
-        return _Snapshot(snapshot.generation, snapshot.archives, snapshot.read_at, now)
+        return _Snapshot(
+            snapshot.generation, snapshot.archives, snapshot.read_at, now, snapshot.owners
+        )
 
     def _read(self, now: float, generation: int) -> _Snapshot:
         """The whole list, read after its generation: a change made in between only makes
         the next check read it again."""
-        return _Snapshot(generation, self.registry.archives(), now, now)
+        return _Snapshot.of(generation, self.registry.archives(), now)
 
     def included(self) -> list[RegisteredArchive]:
         """The included Archives that have an address."""
@@ -96,6 +109,32 @@ class ArchiveDirectory:
     def find(self, service_ibi: str) -> RegisteredArchive | None:
         """The included Archive of that service IBI, if any."""
         return next((a for a in self.included() if a.service_ibi == service_ibi), None)
+
+    def owner_of(self, ibi: str) -> RegisteredArchive | None:
+        """The registered Archive that owns ``ibi``'s prefix (included or not), if any."""
+        try:
+            prefix = parse_label(ibi).prefix
+        except InvalidInput:
+            return None
+        self.archives()  # the snapshot, fresh as :meth:`archives` keeps it
+        with self._lock:
+            snapshot = self._snapshot
+        return snapshot.owners.get(prefix) if snapshot is not None else None
+
+    def registered(self, label: str) -> RegisteredArchive | None:
+        """The registered Archive whose service IBI is ``label`` (in either of its forms)."""
+        try:
+            canonical = parse_label(label).label
+        except InvalidInput:
+            return None
+        return next(
+            (
+                a
+                for a in self.archives()
+                if a.service_ibi == canonical or canonical in a.forms.values()
+            ),
+            None,
+        )
 
     def forget(self) -> None:
         """This environment changed the registry: read it again on the next request."""

@@ -6,9 +6,18 @@ directory are asked through the transport, concurrently, and their outcomes beco
 ``grace`` seconds after the first usable answer (:class:`Patience`): the first non-empty
 answer of seed 001 §6, with a short chance for the original's. When the first usable answer
 is already the preferred one (the original's), the round ends at once: nothing better can
-come, and a slow Archive costs nothing. A location hint (where this
-IBI, or its prefix, was found lately) lets the likely Archive be asked alone first, when one
-answer may settle the round; never for an IBI two Archives were seen claiming.
+come, and a slow Archive costs nothing.
+
+Owner first (issue 24): when one answer may settle the round and a registered, included
+Archive owns the IBI's prefix, the owner is asked alone first; if its answer is the
+original's, that is the round (one request). If it names where the original moved (a transfer
+record, ``ibi.core.transfers``), that Archive is asked alone next, and so on along the
+records, at most :data:`MAX_RECORD_HOPS`. Otherwise everyone else is asked, and a claim of the
+original from them is never what ends the round early (it is not trusted: ``resolution.py``).
+Every answer says whether its Archive is trusted for the IBI (:class:`Trust`). For a prefix no
+Archive owns, a location hint (where this IBI was found lately) lets the likely Archive be
+asked alone first; never for an IBI two Archives were seen claiming. Hints by prefix are gone:
+they let one Archive's answer capture every IBI of a prefix.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -24,19 +34,21 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Endpoint, Outcome, Request, Result, Transport
 from functions.resolver.registry import RegisteredArchive
-from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience
+from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience, Trust
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList
+from ibi.core.transfers import moved_to
 
 logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
 
 DEADLINE_SHARE = 0.8  # of the resolution's deadline, for one round
+MAX_RECORD_HOPS = 4  # transfer records followed from the owner, one Archive each
 
 
 class LocationHints:
-    """Where IBIs were found lately: by IBI, and by prefix (the subsystem that minted them).
+    """Where IBIs of prefixes no Archive owns were found lately, by IBI.
 
     Kept in memory, per execution environment, bounded (least recently used out). A hint only
     reorders the asking: the hinted Archive is asked first, alone, and everyone else if it
@@ -50,16 +62,11 @@ class LocationHints:
         self._doubted: OrderedDict[str, None] = OrderedDict()  # IBIs claimed by two Archives
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _keys(ibi: str) -> tuple[str, str]:
-        label = parse_label(ibi)
-        return label.label, "prefix:" + label.prefix
-
     def learn(self, ibi: str, archive: str) -> None:
+        label = parse_label(ibi).label
         with self._lock:
-            for key in self._keys(ibi):
-                self._where[key] = archive
-                self._where.move_to_end(key)
+            self._where[label] = archive
+            self._where.move_to_end(label)
             while len(self._where) > self._capacity:
                 self._where.popitem(last=False)
 
@@ -80,15 +87,12 @@ class LocationHints:
             return label in self._doubted
 
     def likely(self, ibi: str) -> str | None:
-        keys = self._keys(ibi)
+        label = parse_label(ibi).label
         with self._lock:
-            if keys[0] in self._doubted:
+            if label in self._doubted or label not in self._where:
                 return None
-            for key in keys:
-                if key in self._where:
-                    self._where.move_to_end(key)
-                    return self._where[key]
-        return None
+            self._where.move_to_end(label)
+            return self._where[label]
 
 
 def _meets(answer: ArchiveAnswer, check: Check) -> bool:
@@ -134,15 +138,40 @@ class FanOut:
         *,
         correlation_id: str = "",
     ) -> list[ArchiveAnswer]:
-        """urlRequest ``pairs`` to every included Archive; the hinted one first, alone.
+        """urlRequest ``pairs`` to every included Archive; the owner (then the Archives its
+        transfer records name), or else the hinted one, first and alone (module notes).
 
-        With ``patience`` None every Archive is waited for (up to the deadline).
+        With ``patience`` None every Archive is waited for (up to the deadline). Each answer
+        says whether its Archive is trusted for ``ibi``.
         """
         archives = self.directory.included()
+        owner = self.directory.owner_of(ibi)
         message = [("servicesubject", "urlRequest"), *pairs]
-        asked: list[ArchiveAnswer] = []
+        if patience is not None and owner is not None:
+            asked = self._owner_first(
+                owner,
+                archives,
+                message=message,
+                correlation_id=correlation_id,
+                ibi=ibi,
+                patience=patience,
+            )
+            if any(_meets(a, patience.preferred) and a.trusted for a in asked):
+                return asked
+            done = {a.archive for a in asked}
+            archives = [a for a in archives if a.service_ibi not in done]
+            # The original's answer is not to come from anyone else: a claim of it ends no
+            # round, and only a usable answer of another kind (a copy's) starts the grace.
+            usable, preferred = patience.usable, patience.preferred
+
+            def other(answer: PairList) -> bool:
+                return usable(answer) and not preferred(answer)
+
+            more = self._round(archives, message, correlation_id, ibi, other, grace=self.grace)
+            return self._trusted(ibi, owner, asked + more)
+        asked = []
         # Only when one answer may settle the round (never when every claim must be seen).
-        likely = self.hints.likely(ibi) if patience is not None else None
+        likely = self.hints.likely(ibi) if patience is not None and owner is None else None
         hinted = [a for a in archives if a.service_ibi == likely]
         if hinted and patience is not None:
             asked = self._round(hinted, message, correlation_id, ibi, patience.preferred, grace=0.0)
@@ -151,7 +180,7 @@ class FanOut:
                 metrics.add_metric(name="HintsHit", unit=MetricUnit.Count, value=1)
                 return asked
             archives = [a for a in archives if a.service_ibi != likely]
-        usable = patience.usable if patience is not None else None
+        enough = patience.usable if patience is not None else None
         # The original's answer ends the round at once, unless two Archives were seen claiming
         # it: then the others get the grace, so that the conflict is heard and named.
         best, late = None, None
@@ -164,14 +193,76 @@ class FanOut:
             message,
             correlation_id,
             ibi,
-            usable,
+            enough,
             grace=self.grace,
             at_once=best,
             late=late,
         )
+        if owner is not None:  # every claim heard (patience None): each one checked
+            return self._trusted(ibi, owner, answers)
         if patience is not None:
             self._learn(ibi, answers, patience.preferred)
         return answers
+
+    def _owner_first(
+        self,
+        owner: RegisteredArchive,
+        archives: list[RegisteredArchive],
+        *,
+        message: list[tuple[str, str]],
+        correlation_id: str,
+        ibi: str,
+        patience: Patience,
+    ) -> list[ArchiveAnswer]:
+        """The owner alone, then each Archive a transfer record names, alone, while the
+        answers are not the original's (at most :data:`MAX_RECORD_HOPS` records)."""
+        included = {a.service_ibi: a for a in archives}
+        asked: list[ArchiveAnswer] = []
+        following: RegisteredArchive | None = included.get(owner.service_ibi)
+        for _ in range(MAX_RECORD_HOPS + 1):
+            if following is None:
+                break
+            answers = self._trusted(
+                ibi,
+                owner,
+                asked + self._round([following], message, correlation_id, ibi, None, grace=0.0),
+            )
+            if len(answers) == len(asked):
+                break
+            asked, last = answers, answers[-1]
+            if _meets(last, patience.preferred):
+                metrics.add_metric(name="OwnerFirstHit", unit=MetricUnit.Count, value=1)
+                break
+            named = moved_to(last.pairs) if last.pairs is not None else None
+            moved = self.directory.registered(named) if named else None
+            following = None
+            if moved is not None and moved.service_ibi not in {a.archive for a in asked}:
+                following = included.get(moved.service_ibi)
+        return asked
+
+    def _trusted(
+        self, ibi: str, owner: RegisteredArchive, answers: list[ArchiveAnswer]
+    ) -> list[ArchiveAnswer]:
+        """``answers``, each saying whether its Archive may claim ``ibi``'s original: the
+        owner, and the Archives named by a transfer record of an Archive already trusted."""
+        trusted = {owner.service_ibi: Trust.OWNER}
+        for _ in range(MAX_RECORD_HOPS):
+            named = {
+                moved.service_ibi
+                for a in answers
+                if a.archive in trusted
+                and a.pairs is not None
+                and (label := moved_to(a.pairs)) is not None
+                and (moved := self.directory.registered(label)) is not None
+                and moved.service_ibi not in trusted
+            }
+            if not named:
+                break
+            trusted.update(dict.fromkeys(named, Trust.NAMED))
+        return [
+            replace(a, trust=trusted.get(a.archive, Trust.UNTRUSTED), owner=owner.service_ibi)
+            for a in answers
+        ]
 
     def _late_claims(self, ibi: str, preferred: Check) -> Callable[[str, PairList], None]:
         """What to do with an answer that came after its round ended: a second claim of the

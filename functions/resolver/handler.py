@@ -22,8 +22,9 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver import negotiation, pages, wiring
-from functions.resolver.registry import RegistryError
+from functions.resolver.registry import PrefixTaken, RegistryError
 from functions.resolver.resolving import Lookup, Redirect
+from functions.resolver.service import UnknownArchive
 from functions.shared import openapi
 from functions.shared.edge import (
     error_response,
@@ -48,6 +49,8 @@ app = APIGatewayHttpResolver()
 
 TEXT_UTF8 = "text/plain; charset=utf-8"
 REGISTRATION_FIELDS = {"archiveserviceibi", "registrationkey"}
+REGISTRATION_OPTIONS = {"prefixes"}
+PREFIX_FIELDS = {"archiveserviceibi", "add", "remove"}
 EXAMPLES = [
     "8JMKD3MGP8W/35MME4E",
     "8JMKD3MGP8W/35MMLL8!:(oai_dc)",
@@ -55,7 +58,8 @@ EXAMPLES = [
 ]
 
 
-SEND = 'send {"archiveserviceibi": …, "registrationkey": …}'
+SEND = 'send {"archiveserviceibi": …, "registrationkey": …} (and optionally "prefixes": […])'
+SEND_PREFIXES = 'send {"archiveserviceibi": …, "add": [prefix, …], "remove": [prefix, …]}'
 
 
 class BadRegistration(ValueError):
@@ -189,23 +193,62 @@ def holdings() -> Response[str]:
 @app.post("/admin/archives")
 def register() -> Response[str]:
     data = json_body(app.current_event, empty={}, error=lambda _: BadRegistration(SEND))
-    if not isinstance(data, dict) or set(data) != REGISTRATION_FIELDS:
+    if not isinstance(data, dict) or not (
+        REGISTRATION_FIELDS <= set(data) <= REGISTRATION_FIELDS | REGISTRATION_OPTIONS
+    ):
         raise BadRegistration(SEND)
+    registration = wiring.runtime().registration
     try:
-        registered = wiring.runtime().registration.register(
-            str(data["archiveserviceibi"]), str(data["registrationkey"])
+        registered = registration.register(
+            str(data["archiveserviceibi"]),
+            str(data["registrationkey"]),
+            data.get("prefixes", []),
         )
     except InvalidInput as error:
+        if error.part == "prefixes":  # well-formed JSON, a prefix that is none
+            return error_response(422, "Unprocessable", str(error))
         raise BadRegistration(str(error)) from error
-    logger.info("archive registered", extra={"archive": registered.service_ibi})
-    answer = {"archiveserviceibi": registered.forms, "included": registered.included}
+    logger.info(
+        "archive registered",
+        extra={"archive": registered.service_ibi, "prefixes": registered.prefixes},
+    )
+    public = registration.public(registered, registration.owned())
+    answer = {key: public[key] for key in ("archiveserviceibi", "included", "prefixes", "owns")}
     return json_response(200, answer)
+
+
+@app.post("/admin/prefixes")
+def change_prefixes() -> Response[str]:
+    """Add or remove prefixes an Archive owns, its registration key unchanged."""
+    error = BadRegistration(SEND_PREFIXES)
+    data = json_body(app.current_event, empty={}, error=lambda _: error)
+    if not isinstance(data, dict) or not ({"archiveserviceibi"} <= set(data) <= PREFIX_FIELDS):
+        raise error
+    registration = wiring.runtime().registration
+    try:
+        changed = registration.change_prefixes(
+            str(data["archiveserviceibi"]),
+            add=data.get("add", []),
+            remove=data.get("remove", []),
+        )
+    except InvalidInput as invalid:
+        if invalid.part == "prefixes":
+            return error_response(422, "Unprocessable", str(invalid))
+        raise BadRegistration(str(invalid)) from invalid
+    except UnknownArchive as unknown:
+        return error_response(404, "NotFound", str(unknown))
+    logger.info(
+        "prefixes changed", extra={"archive": changed.service_ibi, "prefixes": changed.prefixes}
+    )
+    return json_response(200, registration.public(changed, registration.owned()))
 
 
 @app.get("/admin/archives")
 def list_archives() -> Response[str]:
-    archives = wiring.runtime().registration.archives()
-    return json_response(200, {"archives": [a.public() for a in archives]})
+    registration = wiring.runtime().registration
+    owned = registration.owned()
+    archives = [registration.public(a, owned) for a in registration.archives()]
+    return json_response(200, {"archives": archives})
 
 
 @app.get("/openapi.json")
@@ -224,6 +267,8 @@ def persistent_url() -> Response[str]:
     query = event.raw_query_string or ""
     if event.raw_path.lower() == "/" + runtime.settings.service_ibi.lower():
         return switch(query)
+    if event.path.startswith("/admin/") and (refused := method_not_allowed(app)) is not None:
+        return refused  # e.g. GET /admin/prefixes: an administrative path, not an IBI
     target = event.raw_path + ("?" + query if query else "")
     try:
         url = parse_persistent_url(target)
@@ -324,6 +369,11 @@ def not_found(_: NotFoundError) -> Response[str]:
 @app.exception_handler(BadRegistration)  # type: ignore[untyped-decorator]
 def bad_registration(error: BadRegistration) -> Response[str]:
     return error_response(400, "BadRequest", str(error))
+
+
+@app.exception_handler(PrefixTaken)  # type: ignore[untyped-decorator]
+def prefix_taken(error: PrefixTaken) -> Response[str]:
+    return error_response(409, "PrefixOwned", str(error))
 
 
 @app.exception_handler(RegistryError)  # type: ignore[untyped-decorator]

@@ -6,8 +6,11 @@ one ``urlRequest`` that also carries the holdings extension (``ibi/core/holdings
 Archive's answer becomes a :class:`Holding`; the verdict compares them: every copy's files
 against the original's (path, SHA-256, size), two or more claimed originals, the chain of next
 editions as the original's holder gives it (and who says otherwise), damaged files, and the
-Archives that did not answer. The edition chain is followed one fan-out per edition, at most
-:data:`MAX_EDITIONS`, and only while a round still fits in the resolution deadline.
+Archives that did not answer. A claim of the original by an Archive that may not make it (the
+prefix has an owner, which is not it and did not name it in a transfer record: issue 24) is
+named as such, and is never the original the copies are compared with. The edition chain is
+followed one fan-out per edition, at most :data:`MAX_EDITIONS`, and only while a round still
+fits in the resolution deadline.
 
 Pure but for the fan-out and the clock: the route answers :meth:`HoldingsView.to_mapping` as
 JSON, or the page made from it (``pages.holdings_page``).
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import ArchiveAnswer
+from functions.resolver.resolution import ArchiveAnswer, Trust
 from ibi.core.errors import InvalidInput
 from ibi.core.holdings import REQUEST_PAIR, Report, from_pairs
 from ibi.core.labels import parse_label
@@ -45,10 +48,17 @@ class Holding:
     next_edition: dict[str, str] | None = None
     report: Report | None = None  # None: the Archive did not answer the holdings extension
     report_problem: str | None = None
+    trust: str = Trust.UNOWNED.value  # whether it may claim the original (resolution.Trust)
+    owner: str | None = None  # the owner of the IBI's prefix, if any
 
     @property
     def live(self) -> bool:
         return self.state in {"Original", "Copy", "held"}
+
+    @property
+    def untrusted_original(self) -> bool:
+        """A claim of the original from an Archive that may not make it."""
+        return self.state == "Original" and self.trust == Trust.UNTRUSTED.value
 
     def to_mapping(self) -> dict[str, Any]:
         report = self.report
@@ -63,6 +73,7 @@ class Holding:
             "next_edition": self.next_edition,
             "extension": report is not None,
             "extension_problem": self.report_problem,
+            "trust": self.trust,
             **(_report_mapping(report) if report is not None else {}),
         }
 
@@ -103,10 +114,14 @@ def _word(pairs: PairList, name: str) -> str | None:
 def holding_of(answer: ArchiveAnswer) -> Holding:
     """What one Archive's answer (or silence) says."""
     pairs = answer.pairs
+    trust, owner = answer.trust.value, answer.owner
     if pairs is None:
-        return Holding(answer.archive, answer.address, "unreachable", answer.problem or "failed")
+        failed = answer.problem or "failed"
+        return Holding(
+            answer.archive, answer.address, "unreachable", failed, trust=trust, owner=owner
+        )
     if len(pairs) == 0:
-        return Holding(answer.archive, answer.address, "none")
+        return Holding(answer.archive, answer.address, "none", trust=trust, owner=owner)
     report: Report | None = None
     problem: str | None = None
     try:
@@ -126,6 +141,8 @@ def holding_of(answer: ArchiveAnswer) -> Holding:
         next_edition=_forms(pairs, "ibi.nextedition"),
         report=report if state != "Deleted" else None,
         report_problem=problem,
+        trust=answer.trust.value,
+        owner=answer.owner,
     )
 
 
@@ -205,7 +222,7 @@ class Edition:
 def _next_of(holdings: Sequence[Holding]) -> tuple[str | None, list[str]]:
     """The next edition as the original's holder says it (else the first live answer), and
     every live holder that says otherwise."""
-    live = [h for h in holdings if h.live]
+    live = [h for h in holdings if h.live and not h.untrusted_original]
     originals = [h for h in live if h.state == "Original"]
     authority = originals[0] if len(originals) == 1 else (live[0] if live else None)
     if authority is None:
@@ -231,7 +248,12 @@ class HoldingsView:
 
     @property
     def originals(self) -> list[Holding]:
-        return [h for h in self.holdings if h.state == "Original"]
+        """The claims of the original that may be made (an untrusted one: :meth:`untrusted`)."""
+        return [h for h in self.holdings if h.state == "Original" and not h.untrusted_original]
+
+    @property
+    def untrusted(self) -> list[Holding]:
+        return [h for h in self.holdings if h.untrusted_original]
 
     def copy_checks(self) -> list[CopyCheck]:
         originals = self.originals
@@ -242,9 +264,15 @@ class HoldingsView:
         """What the owner of the item should look at, in words (empty: all agree)."""
         found: list[str] = []
         originals = self.originals
-        if len(originals) > 1:
-            names = ", ".join(h.archive for h in originals)
-            found.append(f"{len(originals)} Archives claim the original: {names}")
+        claims = [h for h in self.holdings if h.state == "Original"]  # trusted or not
+        if len(claims) > 1:
+            names = ", ".join(h.archive for h in claims)
+            found.append(f"{len(claims)} Archives claim the original: {names}")
+        found += [
+            f"{h.archive} claims the original, but the prefix is owned by {h.owner}, which "
+            "did not say the original moved there: the claim is not followed"
+            for h in self.untrusted
+        ]
         live = [h for h in self.holdings if h.live]
         if not live and not any(h.state == "Deleted" for h in self.holdings):
             found.append("no Archive that answered holds this IBI")
@@ -277,7 +305,8 @@ class HoldingsView:
                 "ok": not problems,
                 "problems": problems,
                 "originals": [h.archive for h in self.originals],
-                "conflict": len(self.originals) > 1,
+                "untrusted_originals": [h.archive for h in self.untrusted],
+                "conflict": len(self.originals) > 1 or bool(self.untrusted),
                 "copies": [c.to_mapping() for c in self.copy_checks()],
                 "edition_chain": [e.to_mapping() for e in self.chain],
                 "last_edition": self.chain[-1].ibi if self.chain else None,

@@ -315,9 +315,14 @@ def _holding_section(holding: dict[str, Any]) -> str:
     rows = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in _holding_rows(holding))
     state = holding["state"]
     css = "error" if state == "unreachable" else "muted" if state == "none" else ""
+    trust = {"owner": " · owns the prefix", "named": " · named by a transfer record"}.get(
+        holding.get("trust", ""), ""
+    )
+    if state == "Original" and holding.get("trust") == "untrusted":
+        state, css = "Original (claim not trusted: not the prefix's owner)", "error"
     return (
         f'<section><h3 class="wrap"><code>{_e(holding["archive"])}</code> · '
-        f'<span class="{css}">{_e(state)}</span></h3><dl>{rows}</dl>'
+        f'<span class="{css}">{_e(state)}</span>{_e(trust)}</h3><dl>{rows}</dl>'
         f"{_holding_files(holding)}</section>"
     )
 

@@ -6,11 +6,18 @@ key's keyed hash, whether it is included, where it is, and when it last answered
 that readers learn with one GetItem whether the list they hold is still the registry's
 (``directory.py``). Nothing else is written here: wrong keys are counted in a table of their
 own (``throttle.py``), and nothing at all is written for an IBI that is not registered.
+
+Owners (issue 24): each Archive's item lists the prefixes (identification subsystems) it mints
+under, ``prefixes``; a prefix has at most one owner, which one ``#prefix <prefix>`` item per
+prefix enforces: its ``owner`` is claimed with a conditional write (free, or already the same
+Archive's), and a refusal reads the owner from the failed write itself. The claims are written
+before the Archive's list, and released after it, so that no two lists ever share a prefix.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,10 +30,23 @@ else:
     DynamoDBClient = Any
 
 GENERATION = "#generation"  # not an IBI (no IBI starts with '#'), and never has a key hash
+PREFIX_CLAIM = "#prefix "  # + a prefix: who owns it (never has a key hash: no Archive's item)
 TABLE_SCHEMA: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "service", "KeyType": "HASH"}],
     "AttributeDefinitions": [{"AttributeName": "service", "AttributeType": "S"}],
 }
+
+
+class PrefixTaken(Exception):
+    """``prefix`` is owned by another registered Archive, ``owner`` (its service IBI)."""
+
+    def __init__(self, prefix: str, owner: str) -> None:
+        super().__init__(
+            f"the prefix {prefix} is owned by the Archive {owner}: a prefix has one owner "
+            "(remove it from that Archive's prefixes first)"
+        )
+        self.prefix = prefix
+        self.owner = owner
 
 
 class RegistryError(Exception):
@@ -63,6 +83,7 @@ class RegisteredArchive:
     changed_at: str | None = None
     last_answer_at: str | None = None
     last_outcome: str | None = None
+    prefixes: tuple[str, ...] = ()  # the identification subsystems it mints under (it owns)
 
     def public(self) -> dict[str, Any]:
         """What an administrator may list: never the key's hash, nor the contact's details."""
@@ -75,6 +96,7 @@ class RegisteredArchive:
             "changed_at": self.changed_at,
             "last_answer_at": self.last_answer_at,
             "last_outcome": self.last_outcome,
+            "prefixes": list(self.prefixes),
         }
 
 
@@ -94,6 +116,12 @@ class Registry(Protocol):
     def archives(self) -> list[RegisteredArchive]: ...
 
     def generation(self) -> int: ...
+
+    def claim_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None: ...
+
+    def set_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None: ...
+
+    def release_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None: ...
 
 
 def _s(value: str | None) -> dict[str, Any]:
@@ -206,6 +234,60 @@ class DynamoRegistry:
         except AWS_ERRORS as error:
             raise translate(error, "listing the registry", RegistryError) from error
 
+    # -- owners: the prefixes each Archive mints under ---------------------------------------
+
+    def claim_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        """Make ``service_ibi`` the owner of each of ``prefixes``, or of none of them:
+        :class:`PrefixTaken` names the first one another Archive owns (the claims made by this
+        call are released again)."""
+        claimed: list[str] = []
+        for prefix in prefixes:
+            try:
+                answer = self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(PREFIX_CLAIM + prefix),
+                    UpdateExpression="SET #owner = :me",
+                    ConditionExpression="attribute_not_exists(#owner) OR #owner = :me",
+                    ExpressionAttributeNames={"#owner": "owner"},
+                    ExpressionAttributeValues={":me": {"S": service_ibi}},
+                    ReturnValues="UPDATED_OLD",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except AWS_ERRORS as error:
+                if not is_conditional_failure(error):
+                    raise translate(error, "claiming a prefix", RegistryError) from error
+                self.release_prefixes(service_ibi, claimed)
+                item: Any = getattr(error, "response", {}).get("Item") or {}
+                raise PrefixTaken(prefix, _text(item, "owner") or "another Archive") from None
+            if "owner" not in answer.get("Attributes", {}):  # new: released on a refusal
+                claimed.append(prefix)
+
+    def set_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        """The prefixes ``service_ibi`` mints under (claimed first: :meth:`claim_prefixes`)."""
+        self._update(
+            "recording prefixes",
+            Key=_key(service_ibi),
+            UpdateExpression="SET prefixes = :prefixes",
+            ConditionExpression="attribute_exists(key_hash)",
+            ExpressionAttributeValues={":prefixes": {"S": json.dumps(list(prefixes))}},
+        )
+        self._changed()
+
+    def release_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None:
+        """``service_ibi`` no longer owns ``prefixes`` (those another Archive owns: untouched)."""
+        for prefix in prefixes:
+            try:
+                self._client.delete_item(
+                    TableName=self._table,
+                    Key=_key(PREFIX_CLAIM + prefix),
+                    ConditionExpression="#owner = :me",
+                    ExpressionAttributeNames={"#owner": "owner"},
+                    ExpressionAttributeValues={":me": {"S": service_ibi}},
+                )
+            except AWS_ERRORS as error:
+                if not is_conditional_failure(error):
+                    raise translate(error, "releasing a prefix", RegistryError) from error
+
     # -- the generation: whether the registry changed -------------------------------------
 
     def generation(self) -> int:
@@ -257,6 +339,7 @@ def _archive(item: dict[str, Any]) -> RegisteredArchive:
         changed_at=_text(item, "changed_at"),
         last_answer_at=_text(item, "last_answer_at"),
         last_outcome=_text(item, "last_outcome"),
+        prefixes=tuple(json.loads(item["prefixes"]["S"])) if "prefixes" in item else (),
     )
 
 

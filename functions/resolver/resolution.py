@@ -24,6 +24,20 @@ Decisions where seed 001 is silent (besides spec §7):
 * With ``Original`` required, answers are compared on ``state<relation>``: exactly one
   ``Original`` holding the URL is selected; two or more is 409 naming the suspects; none
   is 404 ("no Archive holds the original").
+
+Claims checked (issue 24). Each answer says whether its Archive is trusted for the IBI asked
+(:class:`Trust`, set by the fan-out): the owner of its prefix, an Archive a transfer record
+names, or anyone when the prefix has no registered owner. A claim of the asked IBI's original
+by any other Archive is never followed: it is named on the result (:class:`Conflict`, kind
+``untrusted-original``) and the reader gets what the trusted answers and the copies give;
+when they give nothing, 409 naming the suspect and the owner. With ``Original`` required, two
+claims are 409 as the spec says, and one untrusted claim is 409 too.
+
+Editions (issue 24, item 4): the last edition is what the originals along the chain say. An
+answer whose last edition is a copy's (``state<r>`` not ``Original``) is used only when no
+answer of the round leads to a next edition (``ibi.nextedition``) not yet asked: a copy of a
+middle edition may not know the editions after it. Such a copy's URL is kept as the fallback,
+given when the chain leads nowhere.
 """
 
 from __future__ import annotations
@@ -31,17 +45,26 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
-from ibi.core.pairlist import PairList, parse_forms
+from ibi.core.pairlist import PairList, label_of
 from ibi.core.persistent_url import PersistentURL
 from ibi.core.relations import Relation, Verb, involves_editions, next_hop, present_hops
 
 MAX_HOPS = 8  # §7.9
 # url.translation(pt-BR)…, ibi.translation(en).lastedition …: the first translation step.
 _TRANSLATION_PAIR = re.compile(r"(?:url|ibi)\.translation\(([A-Za-z]{2}(?:-[A-Za-z]{2})?)\)")
+
+
+class Trust(enum.Enum):
+    """Whether an Archive may claim the original of the IBI asked (module notes)."""
+
+    OWNER = "owner"  # it owns the IBI's prefix
+    NAMED = "named"  # a transfer record of a trusted Archive names it
+    UNOWNED = "unowned"  # no registered Archive owns the prefix: anyone, as before owners
+    UNTRUSTED = "untrusted"  # the prefix has an owner, and it is neither it nor named
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +75,12 @@ class ArchiveAnswer:
     address: str
     pairs: PairList | None
     problem: str | None = None  # why there is no answer: timeout, refused, malformed …
+    trust: Trust = Trust.UNOWNED
+    owner: str | None = None  # the service IBI of the owner of the IBI's prefix, if any
+
+    @property
+    def trusted(self) -> bool:
+        return self.trust is not Trust.UNTRUSTED
 
 
 Check = Callable[[PairList], bool]
@@ -69,13 +98,21 @@ class Patience:
 AskAll = Callable[[str, Sequence[tuple[str, str]], Patience | None], list[ArchiveAnswer]]
 
 
+TWO_ORIGINALS = "two-originals"
+UNTRUSTED_ORIGINAL = "untrusted-original"
+UNTRUSTED_TITLE = "An Archive claims an original it may not hold"
+
+
 @dataclass(frozen=True, slots=True)
 class Conflict:
-    """Two or more Archives claimed the original of ``ibi`` in one round (``relation`` asked)."""
+    """Two or more Archives claimed the original of ``ibi`` in one round (``relation`` asked),
+    or (``untrusted-original``) Archives that may not claim it did: never followed."""
 
     ibi: str
     relation: Relation
     archives: tuple[str, ...]  # their service IBIs, in the order they answered
+    kind: str = TWO_ORIGINALS
+    owner: str | None = None  # the prefix's owner (``untrusted-original``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,18 +153,33 @@ def _state(answer: PairList, relation: Relation) -> str | None:
 
 def _ibi_of(answer: PairList, pair_name: str) -> str | None:
     """A label from an ``ibi…`` pair's forms (ibip preferred)."""
-    value = answer.get(pair_name)
-    if not value or isinstance(value, str):
-        return None
-    try:
-        forms = parse_forms(value)
-    except InvalidInput:
-        return None
-    return forms.get("ibip") or forms.get("rep")
+    return label_of(answer, pair_name)
 
 
 def _claims_original(answer: PairList, relation: Relation) -> bool:
     return answer.word("state") == "Original" or _state(answer, relation) == "Original"
+
+
+def _claims_asked_original(answer: PairList, relation: Relation, asked: str) -> bool:
+    """Whether ``answer`` claims the original of the IBI asked itself (not of a related IBI,
+    which has a prefix and an owner of its own)."""
+    if answer.word("state") == "Original":
+        return True
+    if _state(answer, relation) != "Original":
+        return False
+    related = _ibi_of(answer, relation.pair_name("ibi"))
+    return related is None or _label(related) == _label(asked)
+
+
+def untrusted_claims(
+    held: Sequence[ArchiveAnswer], relation: Relation, asked: str
+) -> list[ArchiveAnswer]:
+    """The answers claiming the original of ``asked`` from Archives that may not (module notes)."""
+    return [
+        a
+        for a in held
+        if a.pairs and not a.trusted and _claims_asked_original(a.pairs, relation, asked)
+    ]
 
 
 def _leads_onward(answer: PairList, relation: Relation, asked: str) -> bool:
@@ -268,6 +320,8 @@ class _Walk:
     deleted_seen: bool = False
     known: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
+    suspects: list[ArchiveAnswer] = field(default_factory=list)  # untrusted claims (not followed)
+    fallback: Found | None = None  # a copy's last edition, when the chain leads nowhere better
 
     @classmethod
     def start(cls, url: PersistentURL, client_ips: str) -> _Walk:
@@ -296,6 +350,8 @@ class _Walk:
     def conclusion(self) -> Alert:
         """The alert when no round found the URL."""
         label = self.url.ibi.label
+        if self.suspects:
+            return untrusted_alert(self.current, self.suspects)
         if self.deleted_seen:
             return Alert(410, "Deleted", f"{label} was deleted from its Archive.")
         if not self.anyone_answered:
@@ -311,6 +367,22 @@ class _Walk:
                 f"{label} is known, but no Archive offers what was asked ({wanted}{path}).",
             )
         return Alert(404, "Unknown IBI", f"No Archive knows {label}.")
+
+
+def untrusted_alert(ibi: str, suspects: Sequence[ArchiveAnswer]) -> Alert:
+    """409: an Archive that may not claim the original of ``ibi`` did (module notes)."""
+    owner = suspects[0].owner or "another Archive"
+    return Alert(
+        409,
+        UNTRUSTED_TITLE,
+        f"{len(suspects)} Archive(s) answer that they hold the original of {ibi}, but the "
+        f"prefix of {ibi} is owned by {owner}, which did not say the original moved there. "
+        "The claim is not followed: it is under suspicion and an investigation is needed.",
+        (
+            *(f"{a.archive} at {a.address} (claims the original)" for a in suspects),
+            f"{owner} (owns the prefix)",
+        ),
+    )
 
 
 class Resolver:
@@ -331,6 +403,8 @@ class Resolver:
                 break
             if isinstance(step, Found | Alert):
                 return step
+        if walk.fallback is not None:
+            return replace(walk.fallback, conflicts=tuple(walk.conflicts))
         return walk.conclusion()
 
     def _round(self, walk: _Walk, hop: int) -> Found | Alert | _Step:
@@ -341,6 +415,14 @@ class Resolver:
         if not held:
             return _Step.STOP
         walk.relation = self._negotiate(walk.relation, [a.pairs for a in held if a.pairs])
+        if walk.required_original:
+            refused = self._refuse_claims(walk, held)
+            if refused is not None:
+                return refused
+        suspects = untrusted_claims(held, walk.relation, walk.current)
+        if suspects:
+            self._note_suspects(walk, suspects)
+            held = [a for a in held if a not in suspects]
         held = _authoritative(held, walk.relation, walk.current)
         with_url = [a for a in held if a.pairs and _url_pair(a.pairs, walk.relation)]
         if walk.relation != asked_for and not with_url:
@@ -349,6 +431,12 @@ class Resolver:
             return _Step.NEXT
         if wait is not None:
             self._note_conflict(walk, held, wait)
+        onward = self._next_edition(walk, held, with_url)
+        if onward is not None:
+            if with_url and walk.fallback is None:
+                walk.fallback = self._found(walk, with_url[0], hop)
+            walk.current, walk.relation = onward
+            return _Step.NEXT
         selected = self._select(walk, with_url, hop)
         if selected is not None:
             return selected
@@ -371,6 +459,61 @@ class Resolver:
         return [a for a in answers if a.pairs]
 
     @staticmethod
+    def _refuse_claims(walk: _Walk, held: list[ArchiveAnswer]) -> Alert | None:
+        """With the original required: 409 for two claims of it (the spec), or for one claim
+        by an Archive that may not make it (module notes)."""
+        relation = walk.relation
+        originals = [
+            a
+            for a in held
+            if a.pairs and _url_pair(a.pairs, relation) and _state(a.pairs, relation) == "Original"
+        ]
+        if len(originals) > 1:
+            return Alert(
+                409,
+                "Two or more Archives claim the original",
+                f"{len(originals)} Archives answer that they hold the original of "
+                f"{walk.current}; at most one can. They are under suspicion and an "
+                "investigation is needed.",
+                tuple(f"{a.archive} at {a.address}" for a in originals),
+            )
+        suspects = untrusted_claims(originals, relation, walk.current)
+        return untrusted_alert(walk.current, suspects) if suspects else None
+
+    @staticmethod
+    def _note_suspects(walk: _Walk, suspects: list[ArchiveAnswer]) -> None:
+        """Claims of the original by Archives that may not make them: named, never followed."""
+        walk.suspects += [
+            a for a in suspects if a.archive not in {s.archive for s in walk.suspects}
+        ]
+        archives = tuple(a.archive for a in suspects)
+        walk.conflicts.append(
+            Conflict(walk.current, walk.relation, archives, UNTRUSTED_ORIGINAL, suspects[0].owner)
+        )
+
+    @staticmethod
+    def _next_edition(
+        walk: _Walk, held: list[ArchiveAnswer], with_url: list[ArchiveAnswer]
+    ) -> tuple[str, Relation] | None:
+        """For ``!``: the next edition to ask when no original gave the last edition's URL and
+        an answer names one not yet asked (module notes); None otherwise."""
+        relation = walk.relation
+        if walk.required_original or not relation.steps:
+            return None
+        if relation.steps[0].name != "GetLastEdition":
+            return None
+        if any(a.pairs and _state(a.pairs, relation) == "Original" for a in with_url):
+            return None
+        here = _label(walk.current)
+        for answer in held:
+            target = _ibi_of(answer.pairs, "ibi.nextedition") if answer.pairs else None
+            if target is None or _label(target) == here:
+                continue
+            if (_label(target), str(relation)) not in walk.asked:
+                return target, relation
+        return None
+
+    @staticmethod
     def _note_conflict(walk: _Walk, held: list[ArchiveAnswer], wait: Patience) -> None:
         """Two or more answers of the original's kind: named on the result (the 302 stays)."""
         claims = tuple(a.archive for a in held if a.pairs and wait.preferred(a.pairs))
@@ -380,17 +523,8 @@ class Resolver:
     def _select(self, walk: _Walk, with_url: list[ArchiveAnswer], hop: int) -> Found | Alert | None:
         """The answer that gives the URL (an Original first), or 409 for two claimed originals."""
         relation = walk.relation
-        if walk.required_original:
+        if walk.required_original:  # two claims, or an untrusted one: refused already
             originals = [a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"]
-            if len(originals) > 1:
-                return Alert(
-                    409,
-                    "Two or more Archives claim the original",
-                    f"{len(originals)} Archives answer that they hold the original of "
-                    f"{walk.current}; at most one can. They are under suspicion and an "
-                    "investigation is needed.",
-                    tuple(f"{a.archive} at {a.address}" for a in originals),
-                )
             return self._found(walk, originals[0], hop) if originals else None
         with_url.sort(key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1)
         return self._found(walk, with_url[0], hop) if with_url else None

@@ -16,7 +16,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver.acknowledgments import Acknowledgments
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Alert, ArchiveAnswer, Conflict, Patience, Resolver
+from functions.resolver.resolution import (
+    UNTRUSTED_ORIGINAL,
+    UNTRUSTED_TITLE,
+    Alert,
+    ArchiveAnswer,
+    Conflict,
+    Patience,
+    Resolver,
+)
 from ibi.core.pairlist import PairList
 from ibi.core.persistent_url import PersistentURL
 
@@ -49,12 +57,15 @@ class Redirect:
 
 
 def conflict_header(conflicts: tuple[Conflict, ...]) -> str:
-    """``two-originals; ibi="…"; archives="A B"``, one per conflict, comma-separated.
+    """``two-originals; ibi="…"; archives="A B"`` or ``untrusted-original; ibi="…";
+    archives="H"; owner="A"``, one per conflict, comma-separated.
 
     Labels and service IBIs hold no ``"``, ``\\``, comma or space: the value needs no escaping.
     """
     return ", ".join(
-        f'two-originals; ibi="{c.ibi}"; archives="{" ".join(c.archives)}"' for c in conflicts
+        f'{c.kind}; ibi="{c.ibi}"; archives="{" ".join(c.archives)}"'
+        + (f'; owner="{c.owner}"' if c.owner else "")
+        for c in conflicts
     )
 
 
@@ -106,6 +117,13 @@ class ResolvingService:
         metrics.add_metric(name="ResolutionMs", unit=MetricUnit.Milliseconds, value=elapsed_ms)
         if isinstance(result, Alert):
             metrics.add_metric(name=f"Resolution{result.status}", unit=MetricUnit.Count, value=1)
+            if result.title == UNTRUSTED_TITLE:  # the alarm on TwoOriginals fires for it too
+                metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
+                metrics.add_metric(name="UntrustedOriginals", unit=MetricUnit.Count, value=1)
+                logger.warning(
+                    "an archive claims an original it may not hold",
+                    extra={"ibi": lookup.url.ibi.label, "suspects": result.suspects},
+                )
             return Refusal(result, lookup.persistent_url)
         if not safe_location(result.url):
             logger.warning(
@@ -120,6 +138,8 @@ class ResolvingService:
             return Redirect(result.url, ibi=result.ibi, pairs=result.answer.pairs)
         # The 302 stays (spec §5.3), but the conflict is said, logged and counted.
         metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
+        if any(c.kind == UNTRUSTED_ORIGINAL for c in result.conflicts):
+            metrics.add_metric(name="UntrustedOriginals", unit=MetricUnit.Count, value=1)
         header = conflict_header(result.conflicts)
         relations = [str(c.relation) for c in result.conflicts]
         logger.warning(

@@ -14,24 +14,32 @@ blocks its source at once), the answer says so for the alarm, and the right key 
 source not blocked is still accepted. Nothing at all is written for an IBI that is not
 registered, and a refused request changes nothing, so it never makes anyone re-read the
 registry.
+
+Owners (issue 24, ``owners.py``): a registered Archive owns the prefix of its service IBI
+(unless another Archive's service IBI shares it), and any prefix the administrator registers
+with it (:meth:`RegistrationService.register`, :meth:`RegistrationService.change_prefixes`); a
+prefix another Archive owns is refused (:class:`~functions.resolver.registry.PrefixTaken`, 409).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from functions.resolver.network import Endpoint, Request, Transport, UnsafeAddress
-from functions.resolver.registry import Contact, RegisteredArchive, Registry
+from functions.resolver.owners import owned_by, owners
+from functions.resolver.registry import Contact, PrefixTaken, RegisteredArchive, Registry
 from functions.resolver.throttle import Throttle
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
-from ibi.core.labels import parse_label
+from ibi.core.labels import parse_label, parse_prefix
 from ibi.core.pairlist import PairList, encode_value
 
 _KEY = re.compile(r"[0-9]{10,}(?:-[0-9]{10,})?")  # Table 5.1
@@ -49,12 +57,28 @@ SWITCH_SUBJECTS = frozenset({"inclusionRequest", "exclusionRequest"})
 FAILURE_LIMIT = 5  # wrong keys from one source for one Archive, per window
 FAILURE_WINDOW = 900  # seconds: 15 minutes
 GUESS_CAP = 100  # wrong keys for one Archive from all sources together, per window
+MAX_PREFIXES = 32  # prefixes added or removed in one request
 
 
 def check_registration_key(key: str) -> str:
     if not _KEY.fullmatch(key):
         raise InvalidInput("registrationkey", "a key is 10+ digits, optionally '-' and 10+ digits")
     return key
+
+
+def check_prefixes(prefixes: object) -> tuple[str, ...]:
+    """A list of prefixes, each canonical (``ibi.core.labels.parse_prefix``)."""
+    if not isinstance(prefixes, list | tuple) or not all(isinstance(p, str) for p in prefixes):
+        raise InvalidInput("prefixes", "a list of prefixes (e.g. 8JMKD3MGP8W, sid.inpe.br/mtc-m18)")
+    if len(prefixes) > MAX_PREFIXES:
+        raise InvalidInput("prefixes", f"at most {MAX_PREFIXES} at a time")
+    canonical: list[str] = []
+    for prefix in prefixes:
+        try:
+            canonical.append(parse_prefix(prefix.strip()))
+        except InvalidInput as error:
+            raise InvalidInput("prefixes", f"{prefix[:80]!r}: {error.reason}") from error
+    return tuple(dict.fromkeys(canonical))
 
 
 def key_hash(pepper: bytes, key: str) -> str:
@@ -73,6 +97,14 @@ def source_of(ip: str) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return str(address)
+
+
+class UnknownArchive(LookupError):
+    """No Archive of that service IBI is registered."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(f"no Archive {label} is registered: register it first")
+        self.label = label
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +139,70 @@ class RegistrationService:
     guess_cap: int = GUESS_CAP
     on_change: Callable[[], None] = lambda: None  # the registry changed: never on a refusal
 
-    def register(self, archive_service_ibi: str, registration_key: str) -> RegisteredArchive:
-        """The administrative registration (§7.6): the key is stored only as its HMAC."""
+    def register(
+        self, archive_service_ibi: str, registration_key: str, prefixes: Sequence[str] = ()
+    ) -> RegisteredArchive:
+        """The administrative registration (§7.6): the key is stored only as its HMAC.
+
+        The Archive keeps the prefixes registered with it before, and gets ``prefixes``;
+        :class:`PrefixTaken` (nothing changed) when another Archive owns one.
+        """
         label = parse_label(archive_service_ibi)
         check_registration_key(registration_key)
         forms: dict[str, str] = {label.form: label.label}
+        wanted = check_prefixes(prefixes)
+        self._refuse_owned(label.label, wanted)
+        known = self.registry.get(label.label)
+        explicit = tuple(dict.fromkeys([*(known.prefixes if known else ()), *wanted]))
+        self.registry.claim_prefixes(label.label, explicit)
         self.registry.register(label.label, forms, key_hash(self.pepper, registration_key))
+        if explicit != (known.prefixes if known else ()):
+            self.registry.set_prefixes(label.label, explicit)
         registered = self.registry.get(label.label)
         assert registered is not None
         self.on_change()
         return registered
+
+    def change_prefixes(
+        self, archive_service_ibi: str, *, add: Sequence[str] = (), remove: Sequence[str] = ()
+    ) -> RegisteredArchive:
+        """Add and remove prefixes registered with an Archive (its key unchanged);
+        :class:`PrefixTaken` (nothing changed) for one another Archive owns."""
+        label = parse_label(archive_service_ibi).label
+        added, removed = check_prefixes(add), check_prefixes(remove)
+        known = self.registry.get(label)
+        if known is None:
+            raise UnknownArchive(label)
+        self._refuse_owned(label, added)
+        explicit = tuple(p for p in dict.fromkeys([*known.prefixes, *added]) if p not in removed)
+        self.registry.claim_prefixes(label, explicit)
+        self.registry.set_prefixes(label, explicit)
+        self.registry.release_prefixes(label, [p for p in removed if p in known.prefixes])
+        changed = self.registry.get(label)
+        assert changed is not None
+        self.on_change()
+        return changed
+
+    def _refuse_owned(self, label: str, wanted: Sequence[str]) -> None:
+        """:class:`PrefixTaken` for a prefix another Archive owns (its service IBI's prefix;
+        one registered with it is refused by the registry's claim)."""
+        if not wanted:
+            return
+        owned = owners(self.registry.archives())
+        for prefix in wanted:
+            owner = owned.get(prefix)
+            if owner is not None and owner.service_ibi != label:
+                raise PrefixTaken(prefix, owner.service_ibi)
+
+    def owned(self) -> dict[str, RegisteredArchive]:
+        """Every owned prefix and its owner (``owners.py``), as the registry is now."""
+        return owners(self.registry.archives())
+
+    def public(
+        self, archive: RegisteredArchive, owned: dict[str, RegisteredArchive]
+    ) -> dict[str, Any]:
+        """What an administrator may list of ``archive``, with the prefixes it owns."""
+        return {**archive.public(), "owns": owned_by(archive.service_ibi, owned)}
 
     def archives(self) -> list[RegisteredArchive]:
         """Every registered Archive, included or not."""
@@ -127,6 +213,23 @@ class RegistrationService:
         from ``client_ip`` (the connection's address; counted as :func:`source_of` says)."""
         answer = self._switch(query, source_of(client_ip))
         if answer.status == 200:  # included or excluded: the registry changed
+            self.on_change()
+        return answer
+
+    def admit(self, query: Mapping[str, str]) -> SwitchAnswer:
+        """Register and include an Archive for the administrator who owns the registry (local
+        mode starting its own Archives): the ``inclusionRequest`` pairs of Table 5.2, the key
+        registered as given, the Archive called back as for any inclusion (§4).
+
+        Never through the public switch route, so never throttled: wrong keys someone sent
+        from the same address cannot keep the registry's owner from including its Archives.
+        """
+        request = _parse_switch({**query, "servicesubject": "inclusionRequest"})
+        if isinstance(request, SwitchAnswer):
+            return request
+        self.register(request.label, query["registrationkey"])
+        answer = self._include(request, iso_date(Decimal(int(self.clock()))))
+        if answer.status == 200:
             self.on_change()
         return answer
 
@@ -161,7 +264,12 @@ class RegistrationService:
         opens = hmac.compare_digest(key_hash(self.pepper, key), registered.key_hash)
         mine = self.throttle.tally(_source_counter(label, source), now=now)
         if mine.current(now) >= self.failure_limit:  # this source only, whatever the key
-            return SwitchAnswer(429, _refused(), retry_after=max(1, mine.window_ends - now))
+            cause = (
+                f"too many wrong registration keys from {source} ({self.failure_limit} within "
+                f"{_minutes(self.failure_window)}): this address is refused for this Archive, "
+                "whatever the key, until the window ends"
+            )
+            return _too_many(label, cause, ends=mine.window_ends, now=now)
         if opens:
             return None
         return self._count_wrong_key(label, source, now)
@@ -175,8 +283,13 @@ class RegistrationService:
         counter = _source_counter(label, source)
         self.throttle.count_failure(counter, now=now, window=window, weight=weight)
         if over_cap:
-            retry_after = max(1, guesses.window_ends - now)
-            return SwitchAnswer(429, _refused(), retry_after=retry_after, over_cap=True)
+            cause = (
+                "too many wrong registration keys from all addresses (more than "
+                f"{self.guess_cap} within {_minutes(window)}): each wrong key is refused, and "
+                "blocks its address, until the window ends"
+            )
+            answer = _too_many(label, cause, ends=guesses.window_ends, now=now)
+            return dataclasses.replace(answer, over_cap=True)
         return SwitchAnswer(403, _refused())
 
     def _include(self, request: _Switch, at: str) -> SwitchAnswer:
@@ -236,7 +349,22 @@ def _refused() -> PairList:
     return PairList([("status.archive", "refused")])
 
 
+def _too_many(label: str, cause: str, *, ends: int, now: int) -> SwitchAnswer:
+    """A ``429``: refused, naming the Archive, the cause and when to retry (the text, and
+    the seconds in ``retry_after``, the answer's ``Retry-After``)."""
+    retry_after = max(1, ends - now)
+    message = f"{label}: {cause}; retry after {retry_after} s ({iso_date(Decimal(ends))})"
+    pairs = PairList([("status.archive", "refused"), ("error", _words(message))])
+    return SwitchAnswer(429, pairs, retry_after=retry_after)
+
+
+def _minutes(seconds: int) -> str:
+    return f"{seconds // 60} minutes" if seconds % 60 == 0 else f"{seconds} s"
+
+
+def _words(message: str) -> tuple[str, ...]:
+    return tuple(encode_value(word) for word in message.split())
+
+
 def _error(status: int, message: str) -> SwitchAnswer:
-    return SwitchAnswer(
-        status, PairList([("error", tuple(encode_value(word) for word in message.split()))])
-    )
+    return SwitchAnswer(status, PairList([("error", _words(message))]))

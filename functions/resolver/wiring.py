@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,16 +73,24 @@ def acknowledgment_queue(
     return queue, drainer
 
 
-def build(
-    settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = None, sqs: Any = None
-) -> Runtime:
-    registry = DynamoRegistry(dynamodb, settings.table)
-    transport = ArchiveTransport(
+def archive_transport(settings: ResolverSettings) -> ArchiveTransport:
+    return ArchiveTransport(
         AddressPolicy(settings.allow_networks), max_answer_bytes=settings.max_answer_bytes
     )
-    directory = ArchiveDirectory(registry)
-    registration = RegistrationService(
-        registry=registry,
+
+
+def registration(
+    settings: ResolverSettings,
+    *,
+    dynamodb: Any,
+    transport: ArchiveTransport,
+    secretsmanager: Any = None,
+    on_change: Callable[[], None] = lambda: None,
+) -> RegistrationService:
+    """The registration service alone (``build``'s; local mode's start includes its own
+    Archives with one, in process)."""
+    return RegistrationService(
+        registry=DynamoRegistry(dynamodb, settings.table),
         throttle=DynamoThrottle(dynamodb, settings.throttle_table),
         transport=transport,
         pepper=pepper_source(settings, secretsmanager).load(),
@@ -90,24 +99,39 @@ def build(
         failure_limit=settings.failure_limit,
         failure_window=settings.failure_window,
         guess_cap=settings.guess_cap,
+        on_change=on_change,
+    )
+
+
+def build(
+    settings: ResolverSettings, *, dynamodb: Any, secretsmanager: Any = None, sqs: Any = None
+) -> Runtime:
+    registry = DynamoRegistry(dynamodb, settings.table)
+    archives = archive_transport(settings)
+    directory = ArchiveDirectory(registry)
+    service = registration(
+        settings,
+        dynamodb=dynamodb,
+        transport=archives,
+        secretsmanager=secretsmanager,
         on_change=directory.forget,
     )
     fanout = FanOut(
-        transport,
+        archives,
         directory,
         timeout=settings.archive_timeout,
         deadline=settings.deadline,
         grace=settings.original_grace,
     )
-    delivery = Delivery(transport, directory, timeout=settings.archive_timeout)
+    delivery = Delivery(archives, directory, timeout=settings.archive_timeout)
     queue, drainer = acknowledgment_queue(settings, delivery, sqs)
     acknowledgments = Acknowledgments(queue, directory)
     return Runtime(
         settings=settings,
         registry=registry,
-        transport=transport,
+        transport=archives,
         directory=directory,
-        registration=registration,
+        registration=service,
         fanout=fanout,
         acknowledgments=acknowledgments,
         resolving=ResolvingService(fanout, acknowledgments),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import warnings
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -20,9 +19,6 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
-# Routes that publish no metric are normal; Powertools would warn about each of them.
-warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 TEXT = "text/plain; charset=us-ascii"
 HTML = "text/html; charset=utf-8"
@@ -90,6 +86,27 @@ def html_response(status: int, page: str, **headers: str) -> Response[str]:
     return Response(status_code=status, content_type=HTML, body=servable(page), headers=headers)
 
 
+class _BytesResponse(Response[bytes]):
+    """A response whose body is sent as the bytes it is, whatever its content type.
+
+    Powertools serialises as JSON every body that is not a ``str`` when the content type starts
+    with ``application/json``: a JSON *file*'s bytes would fail (``bytes`` is not JSON
+    serialisable), and every ``application/json`` file would answer 500.
+    """
+
+    def is_json(self) -> bool:
+        return False
+
+
+def bytes_response(
+    status: int, body: bytes, *, content_type: str, headers: dict[str, str] | None = None
+) -> Response[bytes]:
+    """Bytes as they are (a deposited file), base64-encoded for API Gateway by Powertools."""
+    return _BytesResponse(
+        status_code=status, content_type=content_type, body=body, headers=headers or {}
+    )
+
+
 def redirect(location: str, **headers: str) -> Response[str]:
     return Response(status_code=302, body="", headers={"Location": location, **headers})
 
@@ -152,6 +169,17 @@ def json_body(event: Any, *, empty: Any, error: Callable[[str], Exception], hint
     if _too_deep(data):
         raise error(too_deep)
     return data
+
+
+def text_body(event: Any, *, error: Callable[[str], Exception], hint: str = "") -> str:
+    """The request's body as text (``""`` when it has none): UTF-8, base64-decoded when the
+    gateway encoded it; ``error(message)`` when it is not (never a ``UnicodeDecodeError``)."""
+    if not event.body:
+        return ""
+    try:
+        return str(event.decoded_body)
+    except ValueError:  # bad base64, or bytes that are not UTF-8
+        raise error(f"the body is not UTF-8 text{f'; {hint}' if hint else ''}") from None
 
 
 def query_int(
@@ -219,19 +247,25 @@ def make_handler(
     """The Lambda entry point around ``app``: structured logs, a correlation id, metrics."""
 
     @logger.inject_lambda_context(correlation_id_path=correlation_id_path)
-    @metrics.log_metrics
     def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return app.resolve(event, context)
-
-    def handle_once(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            answer: dict[str, Any] = handle(event, context)
+            answer: dict[str, Any] = app.resolve(event, context)
             return answer
         finally:
-            # Metrics switched off (local mode) are not flushed, and Powertools keeps them:
-            # they would pile up across invocations and be printed, 100 at a time, by the
-            # add_metric that overflows (a JSON blob in the terminal of ``ibi local``).
-            if is_metrics_disabled():
-                metrics.clear_metrics()
+            publish(metrics)
 
-    return handle_once
+    return handle
+
+
+def publish(metrics: Metrics) -> None:
+    """Flush the metrics one invocation added (Powertools' ``log_metrics``, without its warning
+    for an invocation that added none: most routes count nothing, and that is normal).
+
+    Metrics switched off (local mode, tests) are dropped: Powertools keeps them unflushed, and
+    they would pile up across invocations and be printed, 100 at a time, by the ``add_metric``
+    that overflows (a JSON blob in the terminal of ``ibi local``).
+    """
+    if is_metrics_disabled():
+        metrics.clear_metrics()
+    elif metrics.metric_set:
+        metrics.flush_metrics()

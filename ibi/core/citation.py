@@ -11,7 +11,7 @@ Built from the item's Dublin Core as its Archive holds it (the holdings extensio
 
 Pure: the standard library only (``json``, ``xml.etree``), so that the resolver's cold start
 and bundle stay as they are; the tests check every output with a real consumer (citeproc-py,
-bibtexparser, pyld, ElementTree).
+bibtexparser and pybtex, pyld, ElementTree).
 """
 
 from __future__ import annotations
@@ -125,24 +125,48 @@ def csl_json(record: Record) -> str:
     return json.dumps([item], ensure_ascii=False, indent=2) + "\n"
 
 
+# BibTeX's escaping (docs/resolver.md): LaTeX's special characters as commands, and no brace
+# of the metadata ever written as a brace. BibTeX and pybtex count every brace, escaped or not,
+# while bibtexparser 2 skips ``\{`` and ``\}``: with no such pair written and every ``{`` ours
+# and closed, all three see the same fields. ``@``, ``"`` and ``#`` mean nothing inside braces;
+# in ``author``, ``and`` and ``,`` do (:func:`_bibtex_name_part`).
 _BIBTEX_SPECIAL = {
     "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
+    "{": r"\textbraceleft{}",
+    "}": r"\textbraceright{}",
     "%": r"\%",
     "&": r"\&",
     "#": r"\#",
     "$": r"\$",
     "_": r"\_",
-    "^": r"\^{}",
-    "~": r"\~{}",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
 }
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def bibtex_text(value: str) -> str:
-    """A value as BibTeX/LaTeX text: braces always balanced, LaTeX's specials escaped."""
-    flat = " ".join(value.split())
+    """A value as BibTeX/LaTeX text: one line, LaTeX's specials (braces and backslash
+    included) as commands, control characters as U+FFFD; every brace written is balanced."""
+    flat = _CONTROL.sub("\ufffd", " ".join(value.split()))
     return "".join(_BIBTEX_SPECIAL.get(c, c) for c in flat)
+
+
+def _bibtex_name_part(text: str) -> str:
+    """Family or given names, kept one part of one name: a word ``and`` (BibTeX's separator
+    of names, in any case) and a comma (its separator of parts) braced."""
+    words = bibtex_text(text).split(" ")
+    kept = " ".join("{" + word + "}" if word.lower() == "and" else word for word in words)
+    return kept.replace(",", "{,}")
+
+
+def _bibtex_name(creator: str) -> str:
+    """One creator in ``author``: ``Family, Given`` as BibTeX's ``Last, First`` (as CSL-JSON's
+    family and given, :func:`_person`); any other form braced whole, a literal name."""
+    person = _person(creator)
+    if "literal" in person:
+        return "{" + bibtex_text(person["literal"]) + "}"
+    return f"{_bibtex_name_part(person['family'])}, {_bibtex_name_part(person['given'])}"
 
 
 def _bibtex_url(url: str) -> str:
@@ -157,14 +181,7 @@ def bibtex(record: Record) -> str:
     if title := record.first("title"):
         fields.append(("title", bibtex_text(title)))
     if creators := record.all("creator"):
-        fields.append(
-            (
-                "author",
-                " and ".join(
-                    f"{{{bibtex_text(c)}}}" if "," not in c else bibtex_text(c) for c in creators
-                ),
-            )
-        )
+        fields.append(("author", " and ".join(_bibtex_name(c) for c in creators)))
     if parts := record.date_parts():
         fields.append(("year", str(parts[0])))
         if len(parts) > 1:

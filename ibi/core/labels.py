@@ -370,3 +370,18 @@ class IBI:
 def same_ibi(first: str, second: str) -> bool:
     """Two labels are the same IBI iff they are equal ignoring case (§7.4)."""
     return first.casefold() == second.casefold()
+
+
+def parse_prefix(text: str) -> str:
+    """An identification subsystem's prefix, canonical (``Label.prefix`` of its labels):
+    ``sid.inpe.br/mtc-m18`` (rep: lower case) or ``8JMKD3MGP8W`` (ibip: upper case).
+
+    Checked as the prefix of a label of its form: :class:`InvalidIBI` names the bad part.
+    """
+    if not isinstance(text, str) or not text or text.count("/") > 1:
+        raise InvalidIBI(
+            "prefix", f"{text!r} is neither an IBIp prefix nor a rep one (subdomain/word[.port])"
+        )
+    # Any valid suffix of the form: the label's checks are the prefix's.
+    suffix = "1995/08.01.00.00" if "/" in text else "2"
+    return parse_label(f"{text}/{suffix}").prefix

@@ -382,6 +382,19 @@ def parse_forms(words: str | Sequence[str]) -> dict[str, str]:
     return forms
 
 
+def label_of(pairs: PairList, name: str) -> str | None:
+    """The label a "forms of IBI" pair names (its ibip form first); None when the pair is
+    absent or not forms of a valid IBI (an Archive's answer is never trusted to be)."""
+    value = pairs.get(name)
+    if not value or isinstance(value, str):
+        return None
+    try:
+        forms = parse_forms(value)
+    except InvalidInput:
+        return None
+    return forms.get("ibip") or forms.get("rep")
+
+
 def _label_of_form(label: str, form: str) -> str:
     parsed = parse_label(label)
     if parsed.form != form:

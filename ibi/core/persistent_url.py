@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import quote, urlsplit
 
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import Label, parse_label
@@ -61,6 +62,7 @@ __all__ = [
     "DEFAULT_MAX_PERSISTENT_URL",
     "PersistentURL",
     "Verb",
+    "parse_ibi_or_persistent_url",
     "parse_persistent_url",
 ]
 
@@ -176,6 +178,35 @@ def parse_persistent_url(
         query_verbs=query_verbs,
         other_pairs=others,
     )
+
+
+def parse_ibi_or_persistent_url(text: str) -> PersistentURL:
+    """An IBI as a person gives it: a label in either form (a final ``/`` ignored), or a
+    whole persistent URL pasted from a browser, ``http[s]://resolver/IBI[mdf][/path][?query]``.
+
+    A label is the URL of the item itself (no modifier, no path). A URL's fragment is dropped
+    and characters a browser shows unencoded (spaces, accents) are percent-encoded before it
+    is read by :func:`parse_persistent_url`; what it refuses is refused here.
+    """
+    if not isinstance(text, str):
+        raise InvalidIBI("ibi", f"{text!r} is not text")
+    stripped = text.strip()
+    if not stripped.lower().startswith(("http://", "https://")):
+        return PersistentURL(ibi=parse_label(stripped.rstrip("/") or stripped))
+    split = urlsplit(stripped)
+    if not split.netloc:
+        raise InvalidInput("path", f"{_clip(text)!r} names no resolver (http://HOST/IBI)")
+    target = quote(split.path, safe=_URL_SAFE) + (
+        "?" + quote(split.query, safe=_URL_SAFE) if split.query else ""
+    )
+    if target in {"", "/"}:
+        raise InvalidIBI(
+            "ibi", f"{_clip(text)!r} holds no IBI: a persistent URL is http://resolver/IBI"
+        )
+    return parse_persistent_url(target)
+
+
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) not in "#")  # % kept as is
 
 
 def _split_path(path: str) -> tuple[Label, str, str | None]:

@@ -3,8 +3,10 @@
 The minting service, two Archives (``archive-a``, ``archive-b``) and the resolver, each its
 own API on its own port, over local mode's tables (``tables.sqlite3``: the stores' DynamoDB
 calls answered in process, ``tables.py``) and s3rver (S3) on loopback. The Archives
-are registered with the resolver (keys kept in ``<data>/keys/``) and switched on through the
-real protocol (spec §4) at every start. Everything survives restarts.
+are registered with the resolver (keys kept in ``<data>/keys/``) and included at every start,
+in process (the Archive called back as spec §4 says; never through the throttled public route).
+The data directory mints only as the minting port it serves (``subsystems.py``). Everything
+survives restarts.
 
 The data directory is the user's only (0700 when ``ibi local`` made it or it holds a run's
 data already; ``keys/`` and ``s3/`` always 0700, every file ``ibi local`` writes 0600).
@@ -16,23 +18,30 @@ and restarts a dead one (see ``supervisor.py``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ibi.core.subsystem import Subsystem, check_distinct
+from ibi.core.subsystem import Subsystem
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.stores import Dynalite, LocalServer, private_dir, write_private
+from ibi_tools.local.subsystems import SUBSYSTEMS_FILE, Claims, state_dir, subsystems_for
 from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
 from ibi_tools.local.tables import LocalTables, LocalTablesClient
+
+if TYPE_CHECKING:
+    from functions.minting.store import DynamoMintStore
 
 DEFAULT_MINTING_PORT = 8800
 ARCHIVES = ("archive-a", "archive-b", "archive-c")  # the third with --archive-ports A,B,C
@@ -51,31 +60,6 @@ def quiet_powertools(log_level: str) -> None:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
-def local_subsystems(data_dir: Path, port: int) -> list[dict[str, Any]]:
-    """The identification subsystems of this data directory, fixed at its first start.
-
-    They are written down on the first start so that the prefixes never change under
-    the data (a restart on another port keeps minting under the same prefixes).
-    """
-    path = data_dir / "subsystems.json"
-    if path.exists():
-        configured = json.loads(path.read_text())
-    else:
-        configured = [
-            {
-                "name": "local",
-                "host": "mint.localhost",
-                "ip": "127.0.0.1",
-                "rep_port": port,
-                "ibip_port": port,
-                "granularity": "0.001",
-            }
-        ]
-        write_private(path, json.dumps(configured, indent=2) + "\n")
-    check_distinct(Subsystem.from_mapping(item) for item in configured)
-    return list(configured)
-
-
 def prepare_data_dir(data_dir: Path) -> None:
     """The data directory, and its ``keys/``, readable by the user only (0700).
 
@@ -83,7 +67,7 @@ def prepare_data_dir(data_dir: Path) -> None:
     the user named that holds other things (``--data-dir .``) keeps its mode, and every
     secret in it sits in a 0700 subdirectory or a 0600 file anyway.
     """
-    ours = not data_dir.exists() or (data_dir / "subsystems.json").exists()
+    ours = not data_dir.exists() or (data_dir / SUBSYSTEMS_FILE).exists()
     if ours or not any(data_dir.iterdir()):
         private_dir(data_dir)
     private_dir(data_dir / "keys")  # the registration keys and the resolver's pepper
@@ -212,6 +196,45 @@ def _running(data_dir: Path) -> dict[str, Any] | None:
         return None
 
 
+def mint_store(client: Any) -> DynamoMintStore:
+    """The minting store over a data directory's tables (``client``)."""
+    from functions.minting.store import DynamoMintStore
+
+    return DynamoMintStore(
+        client,
+        state_table=MINTING_TABLES["state"],
+        record_table=MINTING_TABLES["record"],
+        idempotency_table=MINTING_TABLES["idempotency"],
+    )
+
+
+def last_date_in(data_dir: Path, subsystem: str) -> Decimal | None:
+    """The last date ``subsystem`` handed out in ``data_dir``'s tables (None: none there)."""
+    from functions.minting.store import StoreError
+
+    path = data_dir / TABLES_FILE
+    if not path.is_file():
+        return None
+    client = LocalTablesClient(path)
+    try:
+        date: Decimal | None = mint_store(client).last_date(subsystem)
+        return date
+    except (StoreError, sqlite3.Error):  # no minting tables there, or no tables at all
+        return None
+    finally:
+        client.close()
+
+
+def carry_on_after(store: DynamoMintStore, subsystem: str, date: Decimal, granularity: str) -> None:
+    """Advance ``subsystem``'s state to ``date`` unless it is there or later already: every
+    date the temporal distributor hands out from now on comes after ``date``."""
+    from functions.minting.store import StateConflict, StateWrite
+
+    write = StateWrite(subsystem, None, date, granularity, count=0, first=date)
+    with contextlib.suppress(StateConflict):  # its own last date is as late or later
+        store.advance(write)
+
+
 class DataDirInUseError(RuntimeError):
     """The data directory is held by a running ``ibi local``."""
 
@@ -235,6 +258,8 @@ class LocalFederation:
     _stopping: threading.Event = field(default_factory=threading.Event)
     _supervisor: Supervisor | None = None
     _lock: Any = None
+    _subsystems: list[dict[str, Any]] = field(default_factory=list)  # once the port is bound
+    _resolver_settings: Any = None
 
     def start(self) -> LocalFederation:
         quiet_powertools(self.log_level)
@@ -258,8 +283,8 @@ class LocalFederation:
 
                 archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports[:2])
                 self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)
+            self._include_archives()  # its workers start with them in the registry
             resolver.start()
-            self._switch_archives_on()
         except BaseException:
             self.stop()
             raise
@@ -325,6 +350,7 @@ class LocalFederation:
         )
         private_dir(self.data_dir / "acknowledgments")
         FilePepper(str(settings.pepper_file)).load()  # made once, before the workers start
+        self._resolver_settings = settings
 
         def handler() -> Any:  # in each worker process: its own client, its own runtime
             from functions.resolver.handler import lambda_handler
@@ -347,17 +373,32 @@ class LocalFederation:
         path.chmod(0o600)  # one an older version made may be wider
         return path.read_text().strip()
 
-    def _switch_archives_on(self) -> None:
-        """Register each Archive (administrator) and switch it on (the Archive), §4."""
-        from ibi.client import ArchiveClient, ResolverClient, switch_archive
+    def _include_archives(self) -> None:
+        """Register each Archive and include it (§4), in this process, before the resolver's
+        workers start: local mode owns the resolver's tables, so its start never goes through
+        the public switch route, whose throttle counts the wrong keys anyone on this machine
+        sent from loopback (issue 23). The Archive is called back as for any inclusion."""
+        from functions.resolver import wiring
+        from ibi.client import ArchiveClient, switch_pairs
+        from ibi.core.pairlist import format_pair_list
 
-        resolver = ResolverClient(self.resolver_url, sign=False, retries=10)
+        assert self._tables is not None and self._resolver_settings is not None
+        settings = self._resolver_settings
+        registration = wiring.registration(
+            settings, dynamodb=self._tables.client(), transport=wiring.archive_transport(settings)
+        )
         for name, port in zip(self.archive_names, self.archive_ports, strict=True):
             archive = ArchiveClient(f"http://127.0.0.1:{port}", sign=False, retries=10)
-            key = self.registration_key(name)
-            service = archive.service()["archiveserviceibi"]
-            resolver.register(service.get("ibip") or service["rep"], key)
-            answer = switch_archive(archive, self.resolver_url, key, on=True)
+            service = archive.service()
+            ibi = service["archiveserviceibi"]
+            pairs = switch_pairs(
+                address=service["archiveaddress"],
+                service_ibi=ibi.get("ibip") or ibi["rep"],
+                base_url=service["base_url"],
+                registration_key=self.registration_key(name),
+                on=True,
+            )
+            answer = format_pair_list(registration.admit(dict(pairs)).pairs)
             if "status.archive included" not in answer:
                 raise RuntimeError(f"{name} was not included by the resolver: {answer}")
             self.switch_answers[name] = answer
@@ -366,6 +407,9 @@ class LocalFederation:
         return all(gateway.alive() for gateway in self.gateways)
 
     def _minting(self) -> LocalGateway:
+        """The minting API: its port bound first, then its subsystems read or written down
+        (a start that fails on a busy port records nothing), and claimed for this directory
+        (``subsystems.py``)."""
         from functions.minting import wiring
         from functions.minting.settings import Settings
         from functions.minting.store import ensure_tables
@@ -373,24 +417,57 @@ class LocalFederation:
         assert self._tables is not None
         tables = self._tables
         ensure_tables(tables.client(), MINTING_TABLES)
+        settings: Settings | None = None  # set below, before any worker starts
+
+        def handler() -> Any:  # in each worker process: its own client, its own service
+            from functions.minting.handler import lambda_handler
+
+            assert settings is not None
+            wiring.install(wiring.build(settings, dynamodb=tables.client()))
+            return lambda_handler
+
+        gateway = LocalGateway("minting", handler, self.minting_port, workers=self.workers)
+        try:
+            self._subsystems = subsystems_for(self.data_dir, gateway.port)
+            self._carry_on(self._subsystems)
+        except BaseException:
+            gateway.shutdown()
+            raise
         settings = Settings.from_environment(
             {
                 "IBI_STATE_TABLE": MINTING_TABLES["state"],
                 "IBI_RECORD_TABLE": MINTING_TABLES["record"],
                 "IBI_IDEMPOTENCY_TABLE": MINTING_TABLES["idempotency"],
-                "IBI_SUBSYSTEMS": json.dumps(local_subsystems(self.data_dir, self.minting_port)),
+                "IBI_SUBSYSTEMS": json.dumps(self._subsystems),
                 "IBI_MAX_WAIT_SECONDS": self.max_wait,
                 "IBI_MINT_BLOCK_SECONDS": LOCAL_MINT_BLOCK_SECONDS,
             }
         )
+        return gateway
 
-        def handler() -> Any:  # in each worker process: its own client, its own service
-            from functions.minting.handler import lambda_handler
+    def _carry_on(self, configured: list[dict[str, Any]]) -> None:
+        """Claim the subsystems' prefixes for this directory; where another data directory
+        minted under one before, carry on after its last date (spec §1.3)."""
+        assert self._tables is not None
+        handed = Claims(state_dir()).claim(self.data_dir, configured, last_date_in)
+        store = mint_store(self._tables.client())
+        for item in configured:
+            date = handed.get(item["name"])
+            if date is not None:
+                carry_on_after(store, item["name"], date, str(item["granularity"]))
 
-            wiring.install(wiring.build(settings, dynamodb=tables.client()))
-            return lambda_handler
+    def _note_last_dates(self) -> None:
+        """At the stop: each subsystem's last date, kept with its claim (``subsystems.py``)."""
+        if not self._subsystems or self._tables is None:
+            return
+        from functions.minting.store import StoreError
 
-        return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
+        store = mint_store(self._tables.client())
+        try:
+            dates = {item["name"]: store.last_date(item["name"]) for item in self._subsystems}
+            Claims(state_dir()).note_last_dates(self.data_dir, dates)
+        except (StoreError, OSError, ValueError) as error:
+            print(f"ibi local: the subsystems' last dates were not kept: {error}", file=sys.stderr)
 
     def _archive(self, name: str, port: int, mint_endpoint: str) -> LocalGateway:
         from functions.archive import wiring
@@ -413,7 +490,7 @@ class LocalFederation:
                 # its minting service's subsystems: the IBIs it takes originals for
                 "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
                     prefix
-                    for item in local_subsystems(self.data_dir, self.minting_port)
+                    for item in self._subsystems
                     for subsystem in [Subsystem.from_mapping(item)]
                     for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
                 ),
@@ -461,6 +538,7 @@ class LocalFederation:
         for gateway in self.gateways:
             gateway.shutdown()
         self.gateways.clear()
+        self._note_last_dates()
         if self._s3 is not None:
             self._s3.stop()
             self._s3 = None

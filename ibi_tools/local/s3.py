@@ -20,8 +20,19 @@ What it does not do, and what follows (``functions/archive/files.py`` copes with
   ``ChecksumSHA256``: committing an upload means reading the object back and hashing it;
 - it writes an object in place, not atomically: a server killed in the middle of a PUT leaves
   a truncated object, which a commit (size and SHA-256 check) then refuses;
-- a key's last segment becomes a file name plus ``._S3rver_object`` (15 characters), so each
-  segment is limited to about 240 bytes here (S3 itself only limits the whole key to 1024);
+- each segment of a key becomes a directory or a file name, the last one plus
+  ``._S3rver_metadata.json`` (22 bytes), and a file name has at most 255 bytes: a key with a
+  segment of more than 233 bytes (a file name of 255 bytes, which S3 takes: it limits only the
+  whole key, to 1024) is an s3rver 500, and a longer one kills it. So :meth:`LocalS3.client`
+  keeps a segment s3rver cannot under a shorter one (its start and a hash of it: see
+  :func:`short_segments`), in every request: the Archive still names the file by its own key;
+- it reads ``x-amz-copy-source`` with JavaScript's ``decodeURI``, which leaves ``%23 %24 %26
+  %2B %2C %2F %3A %3B %3D %3F %40`` (``# $ & + , / : ; = ? @``) undecoded, where S3 and moto
+  decode every escape: boto3's copy source (each of those escaped) names a key s3rver does not
+  have, and a file named ``a;b.csv`` could not be published (``FileMissing``). So
+  :meth:`LocalS3.client` sends the copy source in the form ``decodeURI`` reads back as the key
+  (those characters as they are, everything else escaped); ``files.py`` keeps boto3's form,
+  which is S3's;
 - presigned URLs must be SigV4 (``Config(signature_version="s3v4")``, as :meth:`client` does):
   botocore presigns with SigV2 by default in us-east-1;
 - it logs every request line, query string included: a presigned URL's ``X-Amz-Signature``
@@ -34,7 +45,9 @@ What it does not do, and what follows (``functions/archive/files.py`` copes with
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
+from urllib.parse import quote, unquote
 
 import boto3
 from botocore.config import Config
@@ -46,6 +59,64 @@ from ibi_tools.local.stores import LOCAL_REGION, LOOPBACK, LocalServer
 S3RVER_KEY = "S3RVER"
 _MISSING_BUCKET_CODES = {"404", "NoSuchBucket", "NotFound"}
 _BUCKET_EXISTS_CODES = {"BucketAlreadyExists", "BucketAlreadyOwnedByYou"}
+# The longest segment s3rver can keep: a file name has at most 255 bytes, and the last segment
+# of a key is one with "._S3rver_metadata.json" (22 bytes) after it. Keys within these limits
+# are kept as they are, so that what a data directory holds stays where it was.
+MAX_FOLDER_BYTES = 255
+MAX_NAME_BYTES = 255 - 22
+_SHORT_START_BYTES = 120  # what a shortened segment keeps of the original, before its hash
+
+
+def short_segment(segment: str, limit: int = MAX_NAME_BYTES) -> str:
+    """``segment``, or when longer than ``limit`` bytes, its first bytes (whole characters),
+    ``~`` and the SHA-256 of all of it (185 bytes at most, so that shortening is done once)."""
+    data = segment.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return segment
+    start = data[:_SHORT_START_BYTES].decode("utf-8", "ignore")
+    return f"{start}~{hashlib.sha256(data).hexdigest()}"
+
+
+def short_segments(key: str) -> str:
+    """``key`` as s3rver keeps it: each segment :func:`short_segment` (folders up to 255)."""
+    *folders, name = key.split("/")
+    return "/".join([*(short_segment(f, MAX_FOLDER_BYTES) for f in folders), short_segment(name)])
+
+
+def keys_for_s3rver(params: dict[str, Any], **_: Any) -> None:
+    """Every key a request names (``Key``, a copy source's, a deletion's, a listing's whole
+    segments) as :func:`short_segments` stores it."""
+    if isinstance(params.get("Key"), str):
+        params["Key"] = short_segments(params["Key"])
+    source = params.get("CopySource")
+    if isinstance(source, dict) and isinstance(source.get("Key"), str):
+        params["CopySource"] = {**source, "Key": short_segments(source["Key"])}
+    prefix = params.get("Prefix")
+    if isinstance(prefix, str) and "/" in prefix:  # its folders; not the start of a name
+        folders, slash, start = prefix.rpartition("/")
+        params["Prefix"] = short_segments(folders + slash) + start
+    delete = params.get("Delete")
+    for entry in delete.get("Objects", []) if isinstance(delete, dict) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("Key"), str):
+            entry["Key"] = short_segments(entry["Key"])
+
+
+# What JavaScript's decodeURI leaves escaped (ECMA-262's reserved set, and "#").
+_DECODE_URI_KEEPS = ";/?:@&=+$,#"
+_VERSION = "?versionId="
+
+
+def copy_source_for_s3rver(params: dict[str, Any], **_: Any) -> None:
+    """Rewrite a CopyObject's (or UploadPartCopy's) ``CopySource``, which botocore has just
+    percent-encoded for S3, into the form s3rver's ``decodeURI`` turns back into the key.
+
+    A ``?versionId=`` suffix is botocore's own (a key's ``?`` is escaped by then), and is kept.
+    """
+    source = params.get("CopySource")
+    if not isinstance(source, str):
+        return
+    path, version, version_id = source.partition(_VERSION)
+    params["CopySource"] = quote(unquote(path), safe=_DECODE_URI_KEEPS) + version + version_id
 
 
 class LocalS3(LocalServer):
@@ -69,8 +140,9 @@ class LocalS3(LocalServer):
         return {"FORCE_COLOR": "1"}  # whole request lines (see above); the colours are scrubbed
 
     def client(self) -> Any:
-        """A boto3 S3 client for this server: path-style, SigV4 presigning, its fixed key."""
-        return boto3.client(
+        """A boto3 S3 client for this server: path-style, SigV4 presigning, its fixed key, the
+        copy source as s3rver reads it (after botocore's own encoding, which runs first)."""
+        client = boto3.client(
             "s3",
             endpoint_url=self.endpoint,
             config=Config(
@@ -83,6 +155,15 @@ class LocalS3(LocalServer):
             aws_access_key_id=S3RVER_KEY,
             aws_secret_access_key=S3RVER_KEY,
         )
+        events = client.meta.events
+        events.register_first("before-parameter-build.s3", keys_for_s3rver)
+        for operation in ("CopyObject", "UploadPartCopy"):
+            # botocore encodes the copy source at the operation's own event, which runs before
+            # the service's: the key is shortened before it, the encoding redone after it
+            event = f"before-parameter-build.s3.{operation}"
+            events.register_first(event, keys_for_s3rver)
+            events.register_last(event, copy_source_for_s3rver)
+        return client
 
     def ensure_bucket(self, name: str) -> None:
         """Create bucket ``name`` unless it is there already (it is kept in ``path``)."""

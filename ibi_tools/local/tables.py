@@ -5,10 +5,20 @@ written against boto3's DynamoDB client and nothing else. In AWS they get one; i
 they get a :class:`LocalTablesClient`, which takes the same calls (``get_item``,
 ``put_item``, ``update_item``, ``delete_item``, ``batch_get_item``, ``query``, ``scan``, and
 the table calls ``ensure_table`` makes) with the same arguments, and answers them the way
-DynamoDB does: typed attribute values, condition and update expressions, ``ReturnValues``,
-``ReturnValuesOnConditionCheckFailure``, ``Limit`` and ``LastEvaluatedKey``, and failures as
-botocore ``ClientError`` with DynamoDB's error codes. The stores cannot tell the difference,
-and the integration tests run them against both this client and moto (``tests/integration``).
+DynamoDB does: typed attribute values (numbers of at most 38 significant digits, between
+1E-130 and 1E+126 in magnitude), items of at most 400 KB counted as DynamoDB counts them,
+condition and update expressions, ``ReturnValues``, ``ReturnValuesOnConditionCheckFailure``,
+``Limit`` and ``LastEvaluatedKey``, and failures as botocore ``ClientError`` with DynamoDB's
+error codes. The stores cannot tell the difference, and the integration tests run them
+against both this client and moto (``tests/integration``).
+
+The contract (issue 25): an item call is answered only in a shape some store makes
+(:func:`call_shape`: the operation, the forms each expression uses, the choices and paging it
+asks for; ``ibi_tools/local/table_shapes.py``, recorded from the test suite by ``python -m
+tests.dynamo_shapes``), or in a part of one; any other shape is refused with a
+ValidationException naming it. ``tests/unit/test_local_tables_contract.py`` replays every
+recorded call on moto and on these tables and compares the answers. The evaluator keeps only
+what those shapes use.
 
 Why not a DynamoDB server (local mode ran dynalite before, issue 14): each call then costs an
 HTTP request, botocore's serialisation, signing and parsing (about 1 to 1.4 ms of CPU) and the
@@ -22,11 +32,13 @@ are atomic across every worker process and thread (WAL; readers never wait). The
 transactions (as dynalite's LevelDB, which did not sync either).
 
 TTL (``UpdateTimeToLive``): a client removes a table's expired items after a write, at most
-once a minute; until then reads may still find them, as in DynamoDB.
+once a minute; until then reads may still find them, as in DynamoDB. Each write reads the
+table's schema in its transaction, so a TTL another client turned on applies at once.
 
-Not answered (no store uses them): nested attribute paths, binary (``B``, ``BS``) values,
-secondary indexes, transactions, and the 1 MB page of Query and Scan (a page ends at
-``Limit`` only).
+Not answered (no store uses them): any other expression form (``NOT``, ``BETWEEN``, ``IN``,
+``begins_with``, ``contains``, ``size``, ``REMOVE``, ``DELETE``, ``list_append``, arithmetic),
+nested attribute paths, binary (``B``, ``BS``) values, secondary indexes, transactions, and
+the 1 MB page of Query and Scan (a page ends at ``Limit`` only).
 """
 
 from __future__ import annotations
@@ -47,14 +59,18 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from ibi_tools.local.stores import PRIVATE_FILE
+from ibi_tools.local.table_shapes import STORE_SHAPES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 SWEEP_SECONDS = 60.0  # how often a client removes a TTL table's expired items, at most
-# DynamoDB numbers: 38 significant digits.
+# DynamoDB numbers: 38 significant digits, magnitude from 1E-130 to 9.99…E+125 ("Naming
+# rules and data types", Number). Arithmetic is done wider and its result checked as input is.
 NUMBERS = Context(prec=38)
-ITEM_LIMIT = 400 * 1024
+ARITHMETIC = Context(prec=80, Emax=999, Emin=-999)
+SMALLEST, LARGEST = -130, 125  # the adjusted exponents allowed
+ITEM_LIMIT = 400 * 1024  # bytes, counted as DynamoDB counts them (:func:`item_size`)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, schema TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
@@ -87,12 +103,34 @@ class _Invalid(Exception):
 
 
 def _number(text: str) -> Decimal:
+    """A Number's value, refused as DynamoDB refuses it: not a number, more than 38
+    significant digits (never rounded), or a magnitude out of range."""
     try:
-        value = NUMBERS.create_decimal(text)
+        value = Decimal(text)
     except InvalidOperation:
         raise _Invalid(f"not a number: {text!r}") from None
     if not value.is_finite():
         raise _Invalid(f"not a number: {text!r}")
+    return _in_range(value)
+
+
+def _in_range(value: Decimal) -> Decimal:
+    if value.is_zero():
+        return value
+    digits = value.as_tuple().digits  # (no leading zeros; trailing ones are not significant)
+    if len(digits) > 38 and len("".join(map(str, digits)).rstrip("0")) > 38:
+        raise _Invalid("Attempting to store more than 38 significant digits in a Number")
+    adjusted = value.adjusted()
+    if adjusted > LARGEST:
+        raise _Invalid(
+            "Number overflow. Attempting to store a number with magnitude larger than "
+            "supported range"
+        )
+    if adjusted < SMALLEST:
+        raise _Invalid(
+            "Number underflow. Attempting to store a number with magnitude smaller than "
+            "supported range"
+        )
     return value
 
 
@@ -170,16 +208,11 @@ def _order(a: Any, b: Any) -> int | None:
 # -- expressions -------------------------------------------------------------------------------
 
 _TOKEN = re.compile(
-    r"\s*(?:(<>|<=|>=|=|<|>|\(|\)|,|\+|-|\.|\[)|(#[A-Za-z0-9_]+|:[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*))"
+    r"\s*(?:(<>|<=|>=|=|<|>|\(|\)|,|\+|-|\.|\[|\])"
+    r"|(#[A-Za-z0-9_]+|:[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*|[0-9]+))"
 )
 _COMPARATORS = ("=", "<>", "<", "<=", ">", ">=")
-_FUNCTIONS = (
-    "attribute_exists",
-    "attribute_not_exists",
-    "attribute_type",
-    "begins_with",
-    "contains",
-)
+_FUNCTIONS = ("attribute_exists", "attribute_not_exists")
 # DynamoDB's reserved words (Developer Guide, "Reserved words in DynamoDB"): an expression
 # names such an attribute through a placeholder (``#status``), or DynamoDB refuses it.
 _RESERVED_WORDS = """
@@ -242,15 +275,16 @@ def _tokens(expression: str) -> list[str]:
         match = _TOKEN.match(text, position)
         if match is None or match.end() == position:
             raise _Invalid(f"invalid expression near {text[position : position + 20]!r}")
-        token = match.group(1) or match.group(2)
-        if token in (".", "["):
-            raise _Invalid("nested attribute paths are not answered by local mode's tables")
-        tokens.append(token)
+        tokens.append(match.group(1) or match.group(2))
         position = match.end()
     return tokens
 
 
 class _Parser:
+    """The expression forms the stores use (see "the contract" below): conditions of
+    comparisons and ``attribute_exists``/``attribute_not_exists`` joined by ``AND``, ``OR`` and
+    parentheses; updates of ``SET`` (a value, or ``if_not_exists``) and ``ADD``."""
+
     def __init__(self, expression: str) -> None:
         self.tokens = _tokens(expression)
         self.at = 0
@@ -276,7 +310,7 @@ class _Parser:
             return True
         return False
 
-    # condition := term (OR term)*; term := factor (AND factor)*; factor := NOT factor | atom
+    # condition := term (OR term)*; term := factor (AND factor)*
     def condition(self) -> tuple[Any, ...]:
         node = self.conjunction()
         while self.keyword("OR"):
@@ -284,14 +318,12 @@ class _Parser:
         return node
 
     def conjunction(self) -> tuple[Any, ...]:
-        node = self.negation()
+        node = self.factor()
         while self.keyword("AND"):
-            node = ("and", node, self.negation())
+            node = ("and", node, self.factor())
         return node
 
-    def negation(self) -> tuple[Any, ...]:
-        if self.keyword("NOT"):
-            return ("not", self.negation())
+    def factor(self) -> tuple[Any, ...]:
         if self.peek() == "(":
             self.take("(")
             node = self.condition()
@@ -300,54 +332,41 @@ class _Parser:
         if self.peek() in _FUNCTIONS:
             name = self.take()
             self.take("(")
-            arguments = [self.operand()]
-            while self.peek() == ",":
-                self.take(",")
-                arguments.append(self.operand())
+            path = self.operand()
             self.take(")")
-            return ("call", name, *arguments)
+            if path[0] != "path":
+                raise _Invalid(f"{name} takes one attribute")
+            return ("call", name, path)
         left = self.operand()
         token = self.take()
         if token in _COMPARATORS:
             return ("compare", token, left, self.operand())
-        if token.upper() == "BETWEEN":
-            low = self.operand()
-            self.take("AND")
-            return ("between", left, low, self.operand())
-        if token.upper() == "IN":
-            self.take("(")
-            options = [self.operand()]
-            while self.peek() == ",":
-                self.take(",")
-                options.append(self.operand())
-            self.take(")")
-            return ("in", left, options)
         raise _Invalid(f"invalid expression: {token} is not a comparator")
 
     def operand(self) -> tuple[str, str]:
         token = self.take()
-        if token == "size":  # noqa: S105 (a function's name)
-            self.take("(")
-            path = self.take()
-            self.take(")")
-            return ("size", path)
         if token.startswith(":"):
             return ("value", token)
         if token[0] == "#":
-            return ("path", token)
+            return ("path", self.path(token))
         if token[0].isalpha() or token[0] == "_":
             if token.upper() in _RESERVED:
                 raise _Invalid(f"invalid expression: {token} is a reserved word (use a #name)")
-            return ("path", token)
+            return ("path", self.path(token))
         raise _Invalid(f"invalid expression: {token} is not an operand")
 
-    # update := (SET a = v, … | REMOVE a, … | ADD a :v, … | DELETE a :v, …)+
+    def path(self, token: str) -> str:
+        if self.peek() in (".", "["):
+            raise _Invalid("nested attribute paths are not answered by local mode's tables")
+        return token
+
+    # update := (SET a = v, … | ADD a :v, …)+ ; v := :value | attribute | if_not_exists(a, v)
     def update(self) -> list[tuple[Any, ...]]:
         actions: list[tuple[Any, ...]] = []
         seen: set[str] = set()
         while self.peek() is not None:
             clause = self.take().upper()
-            if clause not in ("SET", "REMOVE", "ADD", "DELETE") or clause in seen:
+            if clause not in ("SET", "ADD") or clause in seen:
                 raise _Invalid(f"invalid update expression near {clause}")
             seen.add(clause)
             while True:
@@ -357,13 +376,11 @@ class _Parser:
                 if clause == "SET":
                     self.take("=")
                     actions.append(("set", path[1], self.set_value()))
-                elif clause == "REMOVE":
-                    actions.append(("remove", path[1]))
                 else:
                     value = self.operand()
                     if value[0] != "value":
-                        raise _Invalid(f"invalid update expression: {clause} takes a value")
-                    actions.append((clause.lower(), path[1], value))
+                        raise _Invalid("invalid update expression: ADD takes a value")
+                    actions.append(("add", path[1], value))
                 if self.peek() != ",":
                     break
                 self.take(",")
@@ -372,21 +389,27 @@ class _Parser:
         return actions
 
     def set_value(self) -> tuple[Any, ...]:
-        left = self.set_term()
-        if self.peek() in ("+", "-"):
-            return ("arith", self.take(), left, self.set_term())
-        return left
-
-    def set_term(self) -> tuple[Any, ...]:
-        if self.peek() in ("if_not_exists", "list_append"):
-            name = self.take()
+        if self.peek() == "if_not_exists":
+            self.take()
             self.take("(")
-            first = self.set_term()
+            path = self.operand()
             self.take(",")
-            second = self.set_term()
+            fallback = self.set_value()
             self.take(")")
-            return (name, first, second)
+            if path[0] != "path":
+                raise _Invalid("if_not_exists takes an attribute first")
+            return ("if_not_exists", path, fallback)
         return self.operand()
+
+    def projection(self) -> list[str]:
+        names = [self.operand()]
+        while self.peek() == ",":
+            self.take(",")
+            names.append(self.operand())
+        self.done()
+        if any(kind != "path" for kind, _ in names):
+            raise _Invalid("invalid ProjectionExpression: it names attributes only")
+        return [token for _, token in names]
 
 
 @lru_cache(maxsize=512)
@@ -401,6 +424,126 @@ def _condition(expression: str) -> tuple[Any, ...]:
 def _update(expression: str) -> tuple[tuple[Any, ...], ...]:
     parser = _Parser(expression)
     return tuple(parser.update())
+
+
+@lru_cache(maxsize=512)
+def _projection(expression: str) -> tuple[str, ...]:
+    return tuple(_Parser(expression).projection())
+
+
+# -- the contract: the shapes of the calls the stores make -------------------------------------
+
+_SHAPED = frozenset(
+    {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "Query", "Scan"}
+)
+_EXPRESSIONS = (
+    "ConditionExpression",
+    "FilterExpression",
+    "KeyConditionExpression",
+    "ProjectionExpression",
+    "UpdateExpression",
+)
+_CHOICES = ("ReturnValues", "ReturnValuesOnConditionCheckFailure", "ScanIndexForward")
+_DEFAULTS = {"ReturnValues": "NONE", "ReturnValuesOnConditionCheckFailure": "NONE"}
+# What a call names or carries rather than how it asks: not part of its shape.
+_CONTENT = frozenset(
+    {
+        "TableName",
+        "Key",
+        "Keys",
+        "Item",
+        "RequestItems",
+        "ExpressionAttributeNames",
+        "ExpressionAttributeValues",
+        "ConsistentRead",  # (every read here is consistent)
+    }
+)
+_KEYWORDS = frozenset({"AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE"})
+_SYMBOLS = frozenset({*_COMPARATORS, "+", "-", ".", "["})
+
+
+@lru_cache(maxsize=512)
+def _features(expression: str) -> tuple[str, ...]:
+    """The forms an expression uses: comparators, operators, keywords, functions and nested
+    paths (``.``, ``[``); not the attributes it names nor the values it gives."""
+    tokens = _tokens(expression)
+    found: set[str] = set()
+    for at, token in enumerate(tokens):
+        if token in _SYMBOLS:
+            found.add(token)
+        elif token.upper() in _KEYWORDS:
+            found.add(token.upper())
+        elif token[0].isalpha() and tokens[at + 1 : at + 2] == ["("]:
+            found.add(token)
+    return tuple(sorted(found))
+
+
+def call_shape(operation: str, parameters: dict[str, Any]) -> str:
+    """An item call's shape: its operation, each expression it sends with the forms it uses,
+    the choices it makes (``ReturnValues=ALL_NEW``), the paging it asks for and any other
+    parameter, by name. Its tables, keys, items, names and values are not part of it.
+
+    ``UpdateItem ConditionExpression(<,OR,attribute_not_exists) ReturnValues=UPDATED_OLD
+    UpdateExpression(ADD,SET)`` is the minting state's write."""
+    shape: set[str] = set()
+    batch = parameters.get("RequestItems") if operation == "BatchGetItem" else None
+    requests = list(batch.values()) if isinstance(batch, dict) else [parameters]
+    for request in requests:
+        for name, value in request.items() if isinstance(request, dict) else ():
+            if name in _EXPRESSIONS and isinstance(value, str):
+                features = _features(value)
+                if name == "UpdateExpression":  # (every SET has its "=")
+                    features = tuple(f for f in features if f != "=")
+                shape.add(f"{name}({','.join(features)})" if features else name)
+            elif name in _CHOICES:
+                if value != _DEFAULTS.get(name, True):
+                    shape.add(f"{name}={value}")
+            elif name not in _CONTENT:
+                shape.add(name)
+    return " ".join([operation, *sorted(shape)])
+
+
+def _parts(shape: str) -> tuple[str, frozenset[str]]:
+    """A shape's operation and what it uses: each part, and each form of each expression."""
+    operation, *parts = shape.split(" ")
+    used: set[str] = set()
+    for part in parts:
+        name, _, forms = part.partition("(")
+        used.add(name)
+        used.update(f"{name}:{form}" for form in forms.rstrip(")").split(",") if form)
+    return operation, frozenset(used)
+
+
+# A read's next page: a store that reads a table sends it whenever a page was cut (by Limit
+# or at 1 MB), which the test suite's small tables may never show.
+_PAGING = {"Query": "ExclusiveStartKey", "Scan": "ExclusiveStartKey"}
+
+
+def _contract(shapes: Iterable[str]) -> dict[str, tuple[frozenset[str], ...]]:
+    found: dict[str, list[frozenset[str]]] = {}
+    for shape in shapes:
+        operation, used = _parts(shape)
+        if operation in _PAGING:
+            used |= {_PAGING[operation]}
+        found.setdefault(operation, []).append(used)
+    return {operation: tuple(uses) for operation, uses in found.items()}
+
+
+_CONTRACT = _contract(STORE_SHAPES)
+# While ``python -m tests.dynamo_shapes`` records the stores' calls, every shape the evaluator
+# can answer is answered: a new expression in a store is recorded, not refused before it is.
+_RECORDING = bool(os.environ.get("IBI_RECORD_DYNAMO_SHAPES"))
+
+
+@lru_cache(maxsize=1024)
+def refused_shape(shape: str) -> bool:
+    """Whether ``shape`` is outside the contract: not a shape a store makes, nor a part of one
+    (a PutItem without the condition the stores send, a Scan without their filter: what the
+    migration of an old data directory and the tests' own reads send)."""
+    if _RECORDING:
+        return False
+    operation, used = _parts(shape)
+    return not any(used <= recorded for recorded in _CONTRACT.get(operation, ()))
 
 
 class _Scope:
@@ -430,15 +573,7 @@ class _Scope:
         kind, token = node
         if kind == "value":
             return self.value(token)
-        found = item.get(self.name(token))
-        if kind == "size":  # of a string (in bytes), a set, a list or a map; else no value
-            if found is None:
-                return None
-            ((type_, data),) = found.items()
-            if type_ not in ("S", "SS", "NS", "L", "M"):
-                return None
-            return {"N": str(len(data.encode()) if type_ == "S" else len(data))}
-        return found
+        return item.get(self.name(token))
 
     def check_all_used(self) -> None:
         unused = (set(self.names) | set(self.values)) - self.used
@@ -452,89 +587,31 @@ def _holds(node: tuple[Any, ...], item: Record, scope: _Scope) -> bool:
         return _holds(node[1], item, scope) or _holds(node[2], item, scope)
     if kind == "and":
         return _holds(node[1], item, scope) and _holds(node[2], item, scope)
-    if kind == "not":
-        return not _holds(node[1], item, scope)
-    if kind == "call":
-        return _function(node[1], node[2:], item, scope)
-    if kind == "compare":
-        left, right = scope.operand(node[2], item), scope.operand(node[3], item)
-        if left is None or right is None:  # a missing attribute equals nothing, orders nothing
-            return bool(node[1] == "<>")
-        if node[1] == "=":
-            return _equal(left, right)
-        if node[1] == "<>":
-            return not _equal(left, right)
-        order = _order(left, right)
-        if order is None:
-            return False
-        return {"<": order < 0, "<=": order <= 0, ">": order > 0, ">=": order >= 0}[node[1]]
-    if kind == "between":
-        value, low, high = (scope.operand(n, item) for n in node[1:])
-        if value is None or low is None or high is None:
-            return False
-        above, below = _order(value, low), _order(value, high)
-        return above is not None and below is not None and above >= 0 and below <= 0
-    if kind == "in":
-        value = scope.operand(node[1], item)
-        return value is not None and any(
-            _equal(value, option)
-            for option in (scope.operand(o, item) for o in node[2])
-            if option is not None
-        )
-    raise _Invalid(f"invalid condition {kind}")
-
-
-def _function(name: str, arguments: tuple[Any, ...], item: Record, scope: _Scope) -> bool:
-    if name in ("attribute_exists", "attribute_not_exists"):
-        if len(arguments) != 1 or arguments[0][0] != "path":
-            raise _Invalid(f"{name} takes one attribute")
-        present = scope.name(arguments[0][1]) in item
-        return present if name == "attribute_exists" else not present
-    if len(arguments) != 2:
-        raise _Invalid(f"{name} takes two operands")
-    first, second = (scope.operand(a, item) for a in arguments)
-    if first is None or second is None:
+    if kind == "call":  # attribute_exists, attribute_not_exists
+        present = scope.name(node[2][1]) in item
+        return present if node[1] == "attribute_exists" else not present
+    left, right = scope.operand(node[2], item), scope.operand(node[3], item)
+    if left is None or right is None:  # a missing attribute equals nothing, orders nothing
+        return bool(node[1] == "<>")
+    if node[1] == "=":
+        return _equal(left, right)
+    if node[1] == "<>":
+        return not _equal(left, right)
+    order = _order(left, right)
+    if order is None:
         return False
-    ((type_, data),) = first.items()
-    ((other, operand),) = second.items()
-    if name == "attribute_type":
-        return bool(type_ == operand)
-    if name == "begins_with":
-        return type_ == other == "S" and bool(data.startswith(operand))
-    # contains: a substring of a string, or a member of a set or list
-    if type_ == "S":
-        return other == "S" and bool(operand in data)
-    if type_ in ("SS", "NS"):
-        return any(_equal({type_[0]: member}, second) for member in data)
-    if type_ == "L":
-        return any(_equal(member, second) for member in data)
-    return False
+    return {"<": order < 0, "<=": order <= 0, ">": order > 0, ">=": order >= 0}[node[1]]
 
 
 def _evaluate(node: tuple[Any, ...], item: Record, scope: _Scope) -> Any:
-    kind = node[0]
-    if kind in ("path", "value"):
-        found = scope.operand(node, item)
-        if found is None:
-            raise _Invalid(f"the attribute in an update expression is missing: {node[1]}")
-        return found
-    if kind == "if_not_exists":
-        if node[1][0] != "path":
-            raise _Invalid("if_not_exists takes an attribute first")
+    """A SET action's value: a value, an attribute, or ``if_not_exists``."""
+    if node[0] == "if_not_exists":
         present = item.get(scope.name(node[1][1]))
         return present if present is not None else _evaluate(node[2], item, scope)
-    if kind == "list_append":
-        first, second = _evaluate(node[1], item, scope), _evaluate(node[2], item, scope)
-        if "L" not in first or "L" not in second:
-            raise _Invalid("list_append takes two lists")
-        return {"L": first["L"] + second["L"]}
-    if kind == "arith":
-        left, right = _evaluate(node[2], item, scope), _evaluate(node[3], item, scope)
-        if "N" not in left or "N" not in right:
-            raise _Invalid("an operand in the update expression has the wrong type")
-        a, b = _number(left["N"]), _number(right["N"])
-        return {"N": _canonical(NUMBERS.add(a, b) if node[1] == "+" else NUMBERS.subtract(a, b))}
-    raise _Invalid(f"invalid update expression ({kind})")
+    found = scope.operand(node, item)
+    if found is None:
+        raise _Invalid(f"the attribute in an update expression is missing: {node[1]}")
+    return found
 
 
 def _apply(
@@ -543,45 +620,30 @@ def _apply(
     """The item after the update, and the names of the attributes it touched."""
     new = dict(item)
     touched: set[str] = set()
-    for action in actions:
-        kind, name = action[0], scope.name(action[1])
+    for kind, token, operand in actions:
+        name = scope.name(token)
         if name in touched:
             raise _Invalid(f"two actions in one update expression touch {name}")
         touched.add(name)
         if kind == "set":
-            new[name] = _evaluate(action[2], item, scope)
-        elif kind == "remove":
-            new.pop(name, None)
+            new[name] = _evaluate(operand, item, scope)
+            continue
+        ((type_, data),) = scope.operand(operand, item).items()  # ADD: to a number or a set
+        present = item.get(name)
+        if type_ == "N":
+            start = _number(present["N"]) if present and "N" in present else None
+            if present is not None and start is None:
+                raise _Invalid("ADD: the attribute is not a number")
+            total = ARITHMETIC.add(start or Decimal(0), _number(data))
+            new[name] = {"N": _canonical(_in_range(total))}
+        elif type_ in ("SS", "NS"):
+            if present is not None and type_ not in present:
+                raise _Invalid("ADD: the attribute is not a set of that type")
+            members = list(present[type_]) if present else []
+            members += [m for m in data if m not in members]
+            new[name] = {type_: members}
         else:
-            value = scope.operand(action[2], item)
-            ((type_, data),) = value.items()
-            present = item.get(name)
-            if kind == "add":
-                if type_ == "N":
-                    start = _number(present["N"]) if present and "N" in present else None
-                    if present is not None and start is None:
-                        raise _Invalid("ADD: the attribute is not a number")
-                    total = NUMBERS.add(start or Decimal(0), _number(data))
-                    new[name] = {"N": _canonical(total)}
-                elif type_ in ("SS", "NS"):
-                    if present is not None and type_ not in present:
-                        raise _Invalid("ADD: the attribute is not a set of that type")
-                    members = list(present[type_]) if present else []
-                    members += [m for m in data if m not in members]
-                    new[name] = {type_: members}
-                else:
-                    raise _Invalid("ADD takes a number or a set")
-            else:  # delete: members out of a set
-                if type_ not in ("SS", "NS"):
-                    raise _Invalid("DELETE takes a set")
-                if present is not None:
-                    if type_ not in present:
-                        raise _Invalid("DELETE: the attribute is not a set of that type")
-                    left = [m for m in present[type_] if m not in data]
-                    if left:
-                        new[name] = {type_: left}
-                    else:
-                        new.pop(name)
+            raise _Invalid("ADD takes a number or a set")
     return new, touched
 
 
@@ -592,6 +654,7 @@ class _Table:
     def __init__(self, name: str, schema: dict[str, Any]) -> None:
         self.name = name
         self.schema = schema
+        self.text = json.dumps(schema)  # as its row holds it
         types = {d["AttributeName"]: d["AttributeType"] for d in schema["AttributeDefinitions"]}
         keys = {k["KeyType"]: k["AttributeName"] for k in schema["KeySchema"]}
         self.hash = keys["HASH"]
@@ -687,6 +750,8 @@ class LocalTables:
 _OPEN: set[sqlite3.Connection] = set()
 
 _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
+# (operation, parameter names, expressions and choices) -> "" if answered, else its shape
+_SEEN_SHAPES: dict[tuple[Any, ...], str] = {}
 
 
 def _operation(name: str) -> Callable[..., dict[str, Any]]:
@@ -732,6 +797,8 @@ class LocalTablesClient:
     describe_time_to_live = _operation("DescribeTimeToLive")
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        if operation_name in _SHAPED:
+            self._check_shape(operation_name, api_params)
         method = getattr(self, "_" + _SNAKE.sub("_", operation_name).lower())
         accepted = _parameters(method.__func__)
         unknown = sorted(set(api_params) - accepted)
@@ -743,6 +810,33 @@ class LocalTablesClient:
             )
         answer: dict[str, Any] = method(**api_params)
         return answer
+
+    def _check_shape(self, operation: str, parameters: dict[str, Any]) -> None:
+        """Refuse a call outside the contract, naming its shape (ValidationException)."""
+        seen: tuple[Any, ...] | None = None
+        refused: str | None = None
+        try:  # one dictionary look-up per call: the shape of these parameters, decided once
+            if "RequestItems" not in parameters:  # (a batch's shape is inside it)
+                seen = (operation, tuple(parameters), *map(parameters.get, _EXPRESSIONS + _CHOICES))
+                refused = _SEEN_SHAPES.get(seen)
+        except TypeError:  # (an unhashable expression: refused below as malformed)
+            seen = None
+        if refused is None:
+            try:
+                shape = call_shape(operation, parameters)
+            except _Invalid as error:
+                raise _fail("ValidationException", str(error), operation) from None
+            refused = shape if refused_shape(shape) else ""
+            if seen is not None and len(_SEEN_SHAPES) < 4096:
+                _SEEN_SHAPES[seen] = refused
+        if refused:
+            raise _fail(
+                "ValidationException",
+                f"local mode's tables answer the calls the stores make, not this one: {refused}"
+                " (ibi_tools/local/table_shapes.py lists them; python -m tests.dynamo_shapes"
+                " records them)",
+                operation,
+            )
 
     def close(self) -> None:
         """Close this thread's connection (another opens at the next call)."""
@@ -781,6 +875,23 @@ class LocalTablesClient:
             table = self._tables[name] = _Table(name, json.loads(row[0]))
         return table
 
+    def _current(self, table: _Table, key: tuple[str, str]) -> tuple[_Table, Record | None]:
+        """The table as its row says now and the item at ``key``, in one statement of a
+        write's transaction: another client may have turned the table's TTL on or off since
+        this one read its schema."""
+        schema, item = (
+            self._connection()
+            .execute(
+                "SELECT (SELECT schema FROM tables WHERE name = ?),"
+                " (SELECT item FROM items WHERE tbl = ? AND pk = ? AND sk = ?)",
+                (table.name, table.name, *key),
+            )
+            .fetchone()
+        )
+        if schema is not None and schema != table.text:
+            table = self._tables[table.name] = _Table(table.name, json.loads(schema))
+        return table, (json.loads(item) if item is not None else None)
+
     def _read(self, table: _Table, key: tuple[str, str]) -> Record | None:
         row = (
             self._connection()
@@ -802,7 +913,7 @@ class LocalTablesClient:
         connection = self._connection()
         connection.execute("BEGIN IMMEDIATE")
         try:
-            old = self._read(table, key)
+            table, old = self._current(table, key)
             new = change(old)
             if new is None:
                 if old is not None:
@@ -811,8 +922,9 @@ class LocalTablesClient:
                         (table.name, *key),
                     )
             else:
-                stored = json.dumps(new, separators=(",", ":"))  # its size, roughly DynamoDB's
-                if len(stored.encode()) > ITEM_LIMIT:
+                stored = json.dumps(new, separators=(",", ":"))
+                # (ASCII, never shorter than the item's size: counted only when it might be over)
+                if len(stored) > ITEM_LIMIT and item_size(new) > ITEM_LIMIT:
                     raise _Invalid("Item size has exceeded the maximum allowed size")
                 connection.execute(
                     "INSERT OR REPLACE INTO items (tbl, pk, sk, item, expires) "
@@ -853,7 +965,7 @@ class LocalTablesClient:
         condition: str | None,
         old: Record | None,
         scope: _Scope,
-        on_failure: str,
+        on_failure: str = "NONE",
     ) -> None:
         """Refuse the write unless ``condition`` holds; ``on_failure`` ``ALL_OLD`` puts the item
         as it is in the error (ReturnValuesOnConditionCheckFailure)."""
@@ -877,10 +989,16 @@ class LocalTablesClient:
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             table = self._table(TableName, "GetItem")
-            item = self._read(table, table.key_of(_checked_item(Key), exact=True))
+            key = table.key_of(_checked_item(Key), exact=True)
+            wanted = None
+            if ProjectionExpression is not None or ExpressionAttributeNames is not None:
+                wanted = _wanted(ProjectionExpression, ExpressionAttributeNames)
+            item = self._read(table, key)
             if item is None:
                 return {}
-            return {"Item": _project(item, ProjectionExpression, ExpressionAttributeNames)}
+            if wanted is not None:
+                item = {name: value for name, value in item.items() if name in wanted}
+            return {"Item": item}
 
         return self._guard("GetItem", run)
 
@@ -892,7 +1010,7 @@ class LocalTablesClient:
         ConditionExpression: str | None = None,
         ExpressionAttributeNames: dict[str, str] | None = None,
         ExpressionAttributeValues: dict[str, Any] | None = None,
-        ReturnValues: str = "NONE",
+        ReturnValues: str = "NONE",  # (no store asks for more: the contract refuses it)
         ReturnValuesOnConditionCheckFailure: str = "NONE",
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -902,13 +1020,11 @@ class LocalTablesClient:
             scope_ready(scope, ConditionExpression)
 
             def change(old: Record | None) -> Record:
-                self._check(
-                    "PutItem", ConditionExpression, old, scope, ReturnValuesOnConditionCheckFailure
-                )
+                self._check("PutItem", ConditionExpression, old, scope)
                 return item
 
-            old = self._write(table, table.key_of(item, exact=False), change)
-            return {"Attributes": old} if ReturnValues == "ALL_OLD" and old else {}
+            self._write(table, table.key_of(item, exact=False), change)
+            return {}
 
         return self._guard("PutItem", run)
 
@@ -952,7 +1068,6 @@ class LocalTablesClient:
             old = self._write(table, table.key_of(key, exact=True), change) or {}
             new = result["new"]
             chosen = {
-                "ALL_OLD": old,
                 "ALL_NEW": new,
                 "UPDATED_OLD": {n: old[n] for n in touched if n in old},
                 "UPDATED_NEW": {n: new[n] for n in touched if n in new},
@@ -969,7 +1084,7 @@ class LocalTablesClient:
         ConditionExpression: str | None = None,
         ExpressionAttributeNames: dict[str, str] | None = None,
         ExpressionAttributeValues: dict[str, Any] | None = None,
-        ReturnValues: str = "NONE",
+        ReturnValues: str = "NONE",  # (no store asks for more: the contract refuses it)
         ReturnValuesOnConditionCheckFailure: str = "NONE",
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -979,16 +1094,10 @@ class LocalTablesClient:
             scope_ready(scope, ConditionExpression)
 
             def change(old: Record | None) -> None:
-                self._check(
-                    "DeleteItem",
-                    ConditionExpression,
-                    old,
-                    scope,
-                    ReturnValuesOnConditionCheckFailure,
-                )
+                self._check("DeleteItem", ConditionExpression, old, scope)
 
-            old = self._write(table, table.key_of(key, exact=True), change)
-            return {"Attributes": old} if ReturnValues == "ALL_OLD" and old else {}
+            self._write(table, table.key_of(key, exact=True), change)
+            return {}
 
         return self._guard("DeleteItem", run)
 
@@ -1004,13 +1113,7 @@ class LocalTablesClient:
                 for key in keys:
                     item = self._read(table, key)
                     if item is not None:
-                        found.append(
-                            _project(
-                                item,
-                                request.get("ProjectionExpression"),
-                                request.get("ExpressionAttributeNames"),
-                            )
-                        )
+                        found.append(item)
             return {"Responses": responses, "UnprocessedKeys": {}}
 
         return self._guard("BatchGetItem", run)
@@ -1051,7 +1154,7 @@ class LocalTablesClient:
         FilterExpression: str | None = None,
         Limit: int | None = None,
         ExclusiveStartKey: Record | None = None,
-        ScanIndexForward: bool = True,
+        ScanIndexForward: bool = True,  # (no store reads backwards: the contract refuses it)
         ConsistentRead: bool = False,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -1061,10 +1164,9 @@ class LocalTablesClient:
             scope_ready(scope, FilterExpression)
             if ExclusiveStartKey is not None:
                 _, sk = table.key_of(_checked_item(ExclusiveStartKey), exact=True)
-                sql += " AND sk > ?" if ScanIndexForward else " AND sk < ?"
+                sql += " AND sk > ?"
                 parameters.append(sk)
-            order = "ASC" if ScanIndexForward else "DESC"
-            rows = self._page(f"{sql} ORDER BY sk {order}", parameters, Limit)
+            rows = self._page(f"{sql} ORDER BY sk", parameters, Limit)
             return _filtered(table, rows, Limit, FilterExpression, scope)
 
         return self._guard("Query", run)
@@ -1159,6 +1261,24 @@ class LocalTablesClient:
             yield json.loads(item)
 
 
+def condition_holds(
+    expression: str,
+    item: Record,
+    *,
+    names: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+) -> bool:
+    """Whether a ConditionExpression holds for ``item`` ({}: a missing item), as a write
+    under it would decide (ValidationException: an expression DynamoDB refuses, or a form no
+    store sends)."""
+    try:
+        scope = _Scope(names, values)
+        scope_ready(scope, expression)
+        return _holds(_condition(expression), item, scope)
+    except _Invalid as error:
+        raise _fail("ValidationException", str(error), "ConditionExpression") from None
+
+
 def scope_ready(
     scope: _Scope, condition: str | None, actions: Iterable[tuple[Any, ...]] = ()
 ) -> None:
@@ -1176,7 +1296,7 @@ def _mark(node: Any, scope: _Scope) -> None:
     """Note every name and value an expression's tree uses (and refuse undefined ones)."""
     if not isinstance(node, tuple | list):
         return
-    if isinstance(node, tuple) and node and node[0] in ("path", "size", "value"):
+    if isinstance(node, tuple) and node and node[0] in ("path", "value"):
         if node[0] == "value":
             scope.value(node[1])
         else:
@@ -1220,32 +1340,51 @@ def _checked_item(item: Any) -> Record:
     return {str(name): _checked(value, str(name)) for name, value in item.items()}
 
 
-def _project(item: Record, expression: str | None, names: dict[str, str] | None) -> Record:
-    if expression is None:
-        return item
-    wanted = {(names or {}).get(part.strip(), part.strip()) for part in expression.split(",")}
-    return {name: value for name, value in item.items() if name in wanted}
+def _wanted(expression: str | None, names: dict[str, str] | None) -> set[str] | None:
+    """The attributes a ProjectionExpression names (None: every attribute), refused as
+    DynamoDB refuses it: a reserved word, a name not defined, a name defined and not used."""
+    scope = _Scope(names, None)
+    wanted = None if expression is None else {scope.name(t) for t in _projection(expression)}
+    scope.check_all_used()
+    return wanted
+
+
+def item_size(item: Record) -> int:
+    """An item's size as DynamoDB counts it against its 400 KB ("Item sizes and formats"):
+    each attribute's name in UTF-8 bytes plus its value."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Any) -> int:
+    """A string: its UTF-8 bytes; a number: one byte per two significant digits, plus one;
+    a boolean or null: one byte; a list or map: 3 bytes, plus each element and one byte for
+    it (and a map's names); a set: its members."""
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(data.encode())
+    if kind == "N":
+        digits = "".join(map(str, Decimal(data).as_tuple().digits)).strip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS"):
+        return sum(_value_size({kind[0]: member}) for member in data)
+    if kind == "L":
+        return 3 + sum(_value_size(v) + 1 for v in data)
+    return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in data.items())  # M
 
 
 def _key_condition(table: _Table, node: tuple[Any, ...], scope: _Scope) -> tuple[str, list[Any]]:
     """SQL for a KeyConditionExpression: the partition key's equality and, maybe, one
-    condition on the sort key."""
+    comparison on the sort key."""
     parts = [node[1], node[2]] if node[0] == "and" else [node]
     sql = "SELECT pk, sk, item FROM items WHERE tbl = ?"
     parameters: list[Any] = [table.name]
     seen: set[str] = set()
     for part in parts:
-        kind = part[0]
-        if kind == "compare" and part[2][0] == "path" and part[3][0] == "value":
-            name, value = scope.name(part[2][1]), scope.value(part[3][1])
-            operator = part[1]
-        elif kind == "between" and part[1][0] == "path":
-            name, operator = scope.name(part[1][1]), "between"
-            value = (scope.value(part[2][1]), scope.value(part[3][1]))
-        elif kind == "call" and part[1] == "begins_with" and part[2][0] == "path":
-            name, operator, value = scope.name(part[2][1]), "begins_with", scope.value(part[3][1])
-        else:
+        if part[0] != "compare" or part[2][0] != "path" or part[3][0] != "value":
             raise _Invalid("invalid KeyConditionExpression")
+        operator, name, value = part[1], scope.name(part[2][1]), scope.value(part[3][1])
         if name in seen or name not in table.types:
             raise _Invalid(f"invalid KeyConditionExpression: {name} is not a key or is repeated")
         seen.add(name)
@@ -1253,21 +1392,11 @@ def _key_condition(table: _Table, node: tuple[Any, ...], scope: _Scope) -> tuple
             if operator != "=":
                 raise _Invalid("the partition key's condition must be an equality")
             sql += " AND pk = ?"
-            parameters.append(table.stored(name, value))
-            continue
-        if operator == "between":
-            sql += " AND sk BETWEEN ? AND ?"
-            parameters += [table.stored(name, value[0]), table.stored(name, value[1])]
-        elif operator == "begins_with":
-            if table.types[name] != "S":
-                raise _Invalid("begins_with takes a string sort key")
-            sql += " AND substr(sk, 1, ?) = ?"
-            parameters += [len(value["S"]), value["S"]]
         elif operator == "<>":
             raise _Invalid("invalid KeyConditionExpression: <> on a key")
         else:
-            sql += f" AND sk {'=' if operator == '=' else operator} ?"
-            parameters.append(table.stored(name, value))
+            sql += f" AND sk {operator} ?"
+        parameters.append(table.stored(name, value))
     if table.hash not in seen:
         raise _Invalid("the KeyConditionExpression must name the partition key")
     return sql, parameters

@@ -58,7 +58,7 @@ def test_a_rotated_registration_key_works_at_once_and_after_a_restart(tmp_path: 
         assert _switched_on(local, new) and not _switched_on(local, old)
     finally:
         local.stop()
-    again = LocalRun(data_dir, free_port()).start()  # the restart registers the new key
+    again = LocalRun(data_dir, local.port).start()  # the restart registers the new key
     try:
         assert _switched_on(again, new) and not _switched_on(again, old)
     finally:

@@ -57,7 +57,7 @@ def test_a_second_ibi_local_on_the_same_data_directory_refuses(local: LocalRun) 
 def test_the_lock_is_released_when_ibi_local_stops(tmp_path: Path) -> None:
     first = LocalRun(tmp_path / "data", free_port()).start()
     first.stop()
-    again = LocalRun(tmp_path / "data", free_port()).start()
+    again = LocalRun(tmp_path / "data", first.port).start()  # it mints as that port only
     again.stop()
 
 

@@ -88,14 +88,24 @@ def test_concurrent_cli_mints_then_restart(local: LocalRun) -> None:
     assert dates == sorted(dates)  # the record lists in date order
 
 
-def test_subsystem_prefixes_are_kept_across_a_restart_on_another_port(tmp_path: Path) -> None:
+def test_a_restart_keeps_the_prefixes_and_one_on_another_port_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A data directory mints only as the port it serves (issue 24): on another port another
+    federation could mint the same IBIs, so that start is one line saying which port to use."""
     data = tmp_path / "data"
     first = LocalRun(data, free_port()).start()
     try:
         one = cli("mint", "--endpoint", first.endpoint, "--form", "ibip").stdout.strip()
     finally:
         first.stop()
-    second = LocalRun(data, free_port()).start()
+    other = free_port()
+    with pytest.raises(AssertionError) as refused:
+        LocalRun(data, other).start()
+    said = str(refused.value)
+    assert f"mints as port {first.port}" in said and f"not {other}" in said
+    assert f"--port {first.port}" in said and "Traceback" not in said
+    second = LocalRun(data, first.port).start()
     try:
         two = cli("mint", "--endpoint", second.endpoint, "--form", "ibip").stdout.strip()
     finally:

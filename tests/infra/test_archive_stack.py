@@ -37,6 +37,7 @@ DEPOSIT_ROUTE_KEYS = {
     "PATCH /api/item",
     "DELETE /api/item",
     "POST /api/item/links",
+    "DELETE /api/item/links",
     "GET /api/items",
     "POST /api/item/uploads",
     "POST /api/item/files",

@@ -341,6 +341,7 @@ def test_every_api_is_throttled_public_and_signed_routes_apart(
     assert set(stage["Properties"]["RouteSettings"]) == {
         "POST /admin/archives",
         "GET /admin/archives",
+        "POST /admin/prefixes",
         "GET /admin/{proxy+}",
         "HEAD /admin/{proxy+}",
     }

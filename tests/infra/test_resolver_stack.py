@@ -176,6 +176,7 @@ def test_routes_and_their_authorization(resolver_synthesized: Synthesized[Resolv
         "HEAD /{proxy+}",
         "POST /admin/archives",
         "GET /admin/archives",
+        "POST /admin/prefixes",
         "GET /admin/{proxy+}",
         "HEAD /admin/{proxy+}",
     }
@@ -191,7 +192,7 @@ def test_the_lambda_serves_what_the_api_routes(
 
     served = {(route.method, route.path) for route in app._static_routes + app._dynamic_routes}
     admin = {f"{m} {p}" for m, p in served if p.startswith("/admin/")}
-    assert admin == {"POST /admin/archives", "GET /admin/archives"}
+    assert admin == {"POST /admin/archives", "GET /admin/archives", "POST /admin/prefixes"}
     assert {m for m, p in served if not p.startswith("/admin/")} <= {"GET", "HEAD"}
 
 

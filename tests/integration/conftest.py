@@ -1,5 +1,6 @@
 """DynamoDB for integration tests: moto in-process and local mode's tables (SQLite, in
-process), or, race-free, dynalite on loopback and local mode's tables from many processes."""
+process), or, race-free, dynalite on loopback (local mode's tables are race-free too, from many
+processes: tests/integration/test_concurrency.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 import pytest
 
 from functions.minting.store import ensure_tables
-from ibi_tools.local.tables import LocalTables
 from tests.conftest import TABLES, dynamodb_client
 
 
@@ -32,16 +32,3 @@ def dynalite_endpoint(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
         client = server.client()
         ensure_tables(client, TABLES)
         yield server, client
-
-
-@pytest.fixture(params=["dynalite", "local-tables"])
-def race_free_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """Something with a ``client()`` for each worker process, whose conditional writes are
-    atomic across processes: dynalite, or local mode's SQLite tables."""
-    if request.param == "dynalite":
-        server, _ = request.getfixturevalue("dynalite_endpoint")
-        yield server
-        return
-    tables = LocalTables(tmp_path / "tables.sqlite3")
-    ensure_tables(tables.client(), TABLES)
-    yield tables

@@ -34,9 +34,6 @@ from ibi_tools.local.gateway import LocalContext
 from tests.fakes_resolver import ScriptedTransport
 from tests.fuzzing import event
 
-# Registering and switching on publish no metric: Powertools says so, harmlessly.
-pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
-
 A, B, C = "8JMKD3MGP8W/3FSUP4L", "LK47B6W/362SFKH", "8JMKD3MGP8W/3FSUP5A"
 HOSTS = {A: "a.example.org", B: "b.example.org", C: "c.example.org"}
 KEY = "1234567890-0987654321"

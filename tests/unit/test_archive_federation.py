@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pytest
 
-from functions.archive.errors import BadRequest, Conflict
+from functions.archive.errors import BadRequest, Conflict, Unprocessable
 from functions.archive.model import State
 from functions.archive.service import DiffersFromOriginal
 from functions.archive.transfer import transfer
@@ -240,7 +240,7 @@ def test_another_form_is_added_only_to_the_same_ibi(federation: MemoryFederation
     b = federation["b"]
     b.copy(REPORT.ibip, {})
     b.copy(TRANSLATION.rep, {})
-    with pytest.raises(BadRequest, match="keeps the item's IBI"):
+    with pytest.raises(Unprocessable, match="keeps the item's IBI"):
         b.service.update(REPORT.ibip, {"ibi": both(TRANSLATION)})
     with pytest.raises(Conflict, match="stored under its rep form"):
         b.service.update(TRANSLATION.rep, {"ibi": both(TRANSLATION)})  # would re-key it

@@ -187,3 +187,19 @@ def test_the_receiver_refuses_an_expired_offer_before_reading_anything() -> None
             principal="o",
         )
     assert receiver.state() is None and sender.state() == (State.ORIGINAL, False)
+
+
+def test_an_offer_for_an_item_held_here_already_says_in_what_state() -> None:
+    sender, receiver = Side(Keys(b"s"), seed=True), Side(Keys(b"r"), seed=False)
+    token = make(sender)
+    accept(
+        receiver.content, lambda _: InProcess(sender), token, me=Forms.of(RECEIVER), principal="o"
+    )
+    with pytest.raises(Conflict, match=r"held here already \(an Original\): offer used"):
+        accept(
+            receiver.content,
+            lambda _: InProcess(sender),
+            token,
+            me=Forms.of(RECEIVER),
+            principal="o",
+        )

@@ -171,7 +171,9 @@ def test_an_operator_adds_files_to_anybodys_item_and_must_say_why(archive: Archi
     item, _ = archive.content.revise_files(
         ITEM, {"files": [declared(OTHER, "NOTICE")], "reason": "legal notice"}, OPERATOR
     )
-    assert [(r.action, r.path, r.old_sha256) for r in item.history] == [("added", "NOTICE", None)]
+    added, retargeted = item.history  # a second file, no default: the URL serves no file now
+    assert (added.action, added.path, added.old_sha256) == ("added", "NOTICE", None)
+    assert (retargeted.action, retargeted.served_after) == ("retargeted", None)
     unchanged, none = archive.content.revise_files(
         ITEM, {"files": [declared(OTHER, "NOTICE")], "reason": "again"}, OPERATOR
     )

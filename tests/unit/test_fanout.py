@@ -15,8 +15,10 @@ from ibi.core.persistent_url import parse_persistent_url
 from tests.fakes_resolver import MemoryRegistry, ScriptedTransport
 
 A, B, C = "8JMKD3MGP8W/3FSUP4L", "J8LNKB5R7W/3FUQHC5", "LK47B6W/362SFKH"  # registry order
-ITEM = "8JMKD3MGP8W/35MMLL8"
-SAME_PREFIX = "8JMKD3MGP8W/35MMLL9"
+# A prefix no registered Archive owns (issue 24): the fan-out as before owners, hints and all
+# (tests/unit/test_owner_first.py has the owners).
+ITEM = "D7N2UA7W/35MMLL8"
+SAME_PREFIX = "D7N2UA7W/35MMLL9"
 ORIGINAL = (
     f"ibi {{ibip {ITEM}}}\nstate Original\ncontenttype Data\nurl http://a.example/doc.pdf\n"
     "urlkey 1427244889-5349022633744855"
@@ -95,10 +97,13 @@ def test_a_hint_asks_the_likely_archive_alone_first() -> None:
     fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)
     assert transport.rounds == [[A, B, C]]  # no hint yet: everyone; C settles it
     transport.rounds.clear()
-    answers = fanout.ask(SAME_PREFIX, PAIRS, ORIGINAL_ONLY)  # same prefix: likely C again
+    answers = fanout.ask(ITEM, PAIRS, ORIGINAL_ONLY)  # the same IBI: likely C again
     assert transport.rounds == [[C]]
     assert [a.archive for a in answers] == [C]
     assert fanout.requests_made == 4
+    transport.rounds.clear()
+    fanout.ask(SAME_PREFIX, PAIRS, ORIGINAL_ONLY)  # issue 24: no hint by prefix
+    assert transport.rounds == [[A, B, C]]
 
 
 def test_a_missed_hint_asks_everyone_else_and_learns_again() -> None:

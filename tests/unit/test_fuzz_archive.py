@@ -242,8 +242,8 @@ def test_a_file_of_exactly_5_gib_may_be_uploaded(archive: S3FileStore) -> None:
         pytest.param({"path": "a", "sha256": 7, "size": 1}, '"path" and "sha256" are strings'),
         pytest.param({"path": "a\ud800", "sha256": SHA, "size": 1}, "U+D800"),
         pytest.param({"path": "a\x85b", "sha256": SHA, "size": 1}, "U+0085"),
-        pytest.param({"path": "é" * 400, "sha256": SHA, "size": 1}, "at most 192 characters"),
-        pytest.param({"path": "a" * 193, "sha256": SHA, "size": 1}, "at most 192 characters"),
+        pytest.param({"path": "é" * 385, "sha256": SHA, "size": 1}, "at most 768 bytes"),
+        pytest.param({"path": "a" * 769, "sha256": SHA, "size": 1}, "at most 768 bytes"),
         pytest.param(
             {"path": "a", "sha256": SHA, "size": 1, "content_type": "text/html\r\nX-A: b"},
             '"content_type" must be a media type',

@@ -299,9 +299,12 @@ def test_two_originals_are_a_conflict_and_nothing_is_compared() -> None:
         }
     )
     verdict = view["verdict"]
-    assert verdict["conflict"] and verdict["originals"] == [A, B]
+    # Issue 24: A owns ITEM's prefix (its service IBI's), so B's claim is named, not believed.
+    assert verdict["conflict"] and verdict["originals"] == [A]
+    assert verdict["untrusted_originals"] == [B]
     assert verdict["problems"][0] == f"2 Archives claim the original: {A}, {B}"
-    assert verdict["copies"][0]["agrees"] is None
+    assert verdict["problems"][1].startswith(f"{B} claims the original, but the prefix is owned")
+    assert verdict["copies"][0]["agrees"] is True  # compared with the owner's original
 
 
 def test_an_archive_without_the_extension_is_shown_from_its_ordinary_answer() -> None:

@@ -29,7 +29,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from ibi_tools.local.tables import LocalTables
+from ibi_tools.local.tables import LocalTables, call_shape, condition_holds, refused_shape
 
 Client = Any
 Call = Callable[[Client], dict[str, Any]]
@@ -255,7 +255,6 @@ CONDITIONS: list[tuple[str, dict[str, str], str | None]] = [
     ("nope = :abc", {}, None),
     ("nope < :abc", {}, None),
     ("nope >= :abc", {}, None),
-    ("NOT nope < :abc", {}, None),
     ("#a <> #b", {"#a": "nope", "#b": "nada"}, "abcdez"),
     ("#a = #b", {"#a": "nope", "#b": "nada"}, ""),
     ("s = s", {}, "abce"),
@@ -284,38 +283,12 @@ CONDITIONS: list[tuple[str, dict[str, str], str | None]] = [
     ("version < :four", {}, None),
     ("neg < :zero AND n > :one", {}, None),
     ("neg < :zero OR attribute_not_exists(s)", {}, None),
-    ("NOT (attribute_exists(s) AND s = :abc) OR neg > :minus5", {}, None),
-    ("NOT attribute_exists(s) AND NOT attribute_exists(n) OR s = :ab", {}, None),
     ("(s = :abc OR s = :abd) AND (n = :n15)", {}, None),
     (
         "attribute_exists(#label) AND (attribute_not_exists(#st) OR #st <> :done)",
         {"#label": "id", "#st": "status"},
         None,
     ),
-    ("n BETWEEN :one AND :two", {}, "abc"),
-    ("s BETWEEN :ab AND :abc", {}, "ac"),
-    ("neg BETWEEN :minus10 AND :zero", {}, None),
-    ("nope BETWEEN :one AND :two", {}, None),
-    ("s IN (:abc, :ab)", {}, None),
-    ("n IN (:n15, :three)", {}, None),
-    ("nope IN (:abc)", {}, None),
-    ("begins_with(s, :ab)", {}, None),
-    ("begins_with(s, :abc)", {}, None),
-    ("begins_with(nope, :ab)", {}, None),
-    ("contains(s, :b)", {}, None),
-    ("contains(ss, :red)", {}, None),
-    ("contains(ns, :one)", {}, None),
-    ("contains(l, :x)", {}, None),
-    ("contains(nope, :x)", {}, None),
-    ("size(s) = :three", {}, "ab"),
-    ("size(s) > :two", {}, "ab"),
-    ("size(ss) = :two", {}, "a"),
-    ("size(l) < :one", {}, "b"),
-    ("size(m) = :one", {}, "a"),
-    ("size(e) = :zero", {}, "e"),
-    ("size(nope) >= :zero", {}, ""),
-    ("attribute_type(s, :typeS)", {}, None),
-    ("attribute_type(ss, :typeSS)", {}, None),
     ("flag = :true", {}, None),
     ("flag <> :true", {}, None),
 ]
@@ -342,29 +315,30 @@ def seeded(aws: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bo
         aws.delete_table(TableName=pair.name(table))
 
 
-def _condition_calls(table: str, expression: str, extra: dict[str, Any]) -> list[Call]:
-    """The scan with the expression as its filter, then a write under it on each item and on
-    a missing one. Nothing changes: the same item is put back; a conditional delete of a
-    missing item deletes nothing."""
-    calls: list[Call] = [
-        lambda c: c.scan(TableName=table, FilterExpression=expression, **extra),
-    ]
-    calls += [
-        lambda c, i=item: c.put_item(
-            TableName=table,
-            Item=i,
-            ConditionExpression=expression,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            **extra,
+def _held_on_moto(both: Both, expression: str, extra: dict[str, Any]) -> set[str]:
+    """The ids of the items ``expression`` holds for on moto ("z": the missing item), by a
+    write under it on each item and on a missing one, and the same items by a scan's filter.
+    Nothing changes: the same item is put back; a delete of a missing item deletes nothing."""
+    table = both.name(ITEMS)
+    held = set()
+    for item in SEEDED:
+        written = outcome(
+            both.moto,
+            lambda c, i=item: c.put_item(
+                TableName=table, Item=i, ConditionExpression=expression, **extra
+            ),
         )
-        for item in SEEDED
-    ]
-    calls.append(
+        if written[0] == "ok":
+            held.add(item["id"]["S"])
+    deleted = outcome(
+        both.moto,
         lambda c: c.delete_item(
             TableName=table, Key=MISSING_KEY, ConditionExpression=expression, **extra
-        )
+        ),
     )
-    return calls
+    found = both.moto.scan(TableName=table, FilterExpression=expression, **extra)["Items"]
+    assert {item["id"]["S"] for item in found} == held
+    return held | ({"z"} if deleted[0] == "ok" else set())
 
 
 @pytest.mark.parametrize(
@@ -373,21 +347,22 @@ def _condition_calls(table: str, expression: str, extra: dict[str, Any]) -> list
 def test_a_condition_holds_for_the_same_items(
     seeded: Both, expression: str, names: dict[str, str], holds: str | None
 ) -> None:
-    scan, *writes = _condition_calls(
-        seeded.name(ITEMS), expression, _expression_arguments(expression, names)
-    )
-    if holds is None:
-        seeded.ok(scan, unordered=True)
-        for write in writes:
-            seeded.same(write)
-        return
-    found = scan(seeded.local)["Items"]
-    assert sorted(item["id"]["S"] for item in found) == sorted(holds.replace("z", ""))
-    for key, write in zip([*(i["id"]["S"] for i in SEEDED), "z"], writes, strict=True):
-        result = outcome(seeded.local, write)
-        assert result[0] == ("ok" if key in holds else "error"), (key, result)
-        if result[0] == "error":
-            assert result[1] == "ConditionalCheckFailedException"
+    """Every condition form the stores send, on items of every type and on a missing one.
+    Local mode's evaluator is compared on its own: most of these are not a whole call shape
+    a store makes, and the tables refuse those calls (test_local_tables_contract.py)."""
+    extra = _expression_arguments(expression, names)
+    local = {
+        key
+        for key, item in [*((i["id"]["S"], i) for i in SEEDED), ("z", {})]
+        if condition_holds(
+            expression,
+            item,
+            names=extra.get("ExpressionAttributeNames"),
+            values=extra.get("ExpressionAttributeValues"),
+        )
+    }
+    expected = _held_on_moto(seeded, expression, extra) if holds is None else set(holds)
+    assert local == expected
 
 
 # -- updates -----------------------------------------------------------------------------------
@@ -408,28 +383,12 @@ UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
         {"#c": "count"},
         {":s": {"S": "v"}, ":n": {"N": "0"}},
     ),
-    ("SET #c = #c + :n", {"#c": "count"}, {":n": {"N": "2.5"}}),
-    ("SET #c = #c - :n", {"#c": "count"}, {":n": {"N": "20090721132300.0001"}}),
-    (
-        "SET #c = if_not_exists(#c, :zero) + :n",
-        {"#c": "count"},
-        {":zero": {"N": "0"}, ":n": {"N": "-1"}},
-    ),
-    ("SET #log = list_append(#log, :more)", {"#log": "log"}, {":more": {"L": [{"S": "two"}]}}),
-    ("SET #log = list_append(:more, #log)", {"#log": "log"}, {":more": {"L": [{"N": "0"}]}}),
-    ("REMOVE gone, nope", {}, {}),
     ("ADD fresh :n", {}, {":n": {"N": "3"}}),
     ("ADD #c :n", {"#c": "count"}, {":n": {"N": "-5"}}),
     ("ADD tags :t", {}, {":t": {"SS": ["b", "c"]}}),
     ("ADD newtags :t", {}, {":t": {"SS": ["z"]}}),
-    ("DELETE tags :t", {}, {":t": {"SS": ["a", "q"]}}),
-    ("DELETE tags :t", {}, {":t": {"SS": ["a", "b"]}}),
-    (
-        "SET a = :s REMOVE gone ADD #c :n DELETE tags :t",
-        {"#c": "count"},
-        {":s": {"S": "v"}, ":n": {"N": "1"}, ":t": {"SS": ["a"]}},
-    ),
-    ("SET #c = nope + :n", {"#c": "count"}, {":n": {"N": "1"}}),
+    ("SET a = :s, gone = :s ADD #c :n", {"#c": "count"}, {":s": {"S": "v"}, ":n": {"N": "1"}}),
+    ("SET a = nope", {}, {}),
     ("ADD gone :n", {}, {":n": {"N": "1"}}),
     ("SET a = :s, a = :s", {}, {":s": {"S": "v"}}),
     ("SET id = :s", {}, {":s": {"S": "v"}}),
@@ -457,7 +416,10 @@ def test_an_update_gives_the_same_item_and_return_values(
             )
             return answer
 
-        if returns.startswith("UPDATED_") and expression in SAME_VALUE_UPDATES:
+        shape = call_shape("UpdateItem", {"UpdateExpression": expression, "ReturnValues": returns})
+        if refused_shape(shape):  # no store asks for this: refused, whatever moto answers
+            assert outcome(both.local, update)[:2] == ("error", "ValidationException")
+        elif returns.startswith("UPDATED_") and expression in SAME_VALUE_UPDATES:
             # moto leaves out an attribute SET to the value it had; DynamoDB returns every
             # attribute the update expression names ("the updated attributes").
             named = SAME_VALUE_UPDATES[expression]
@@ -480,7 +442,7 @@ def test_an_update_of_a_missing_item_makes_it_with_its_key(both: Both) -> None:
             UpdateExpression="SET #last = :d ADD minted_count :one",
             ExpressionAttributeNames={"#last": "last_date"},
             ExpressionAttributeValues={":d": {"N": "7"}, ":one": {"N": "1"}},
-            ReturnValues="ALL_NEW",
+            ReturnValues="UPDATED_OLD",
         )
     )
     both.ok(lambda c: c.get_item(TableName=table, Key=key))
@@ -491,8 +453,9 @@ def test_an_update_of_a_missing_item_makes_it_with_its_key(both: Both) -> None:
             TableName=table,
             Key={**key, "first_date": {"N": "1"}},
             UpdateExpression="SET x = :x",
-            ConditionExpression="attribute_exists(subsystem)",
-            ExpressionAttributeValues={":x": {"S": "y"}},
+            ConditionExpression="#last < :x",
+            ExpressionAttributeNames={"#last": "last_date"},
+            ExpressionAttributeValues={":x": {"N": "8"}},
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         ),
     )
@@ -504,7 +467,7 @@ def test_a_failed_condition_gives_back_the_item_when_asked(both: Both, operation
     both.each(lambda c: c.put_item(TableName=table, Item=START))
     arguments: dict[str, Any] = {
         "TableName": table,
-        "ConditionExpression": "#c = :expected",
+        "ConditionExpression": "#c < :expected",
         "ExpressionAttributeNames": {"#c": "count"},
         "ExpressionAttributeValues": {":expected": {"N": "4"}},
     }
@@ -515,6 +478,17 @@ def test_a_failed_condition_gives_back_the_item_when_asked(both: Both, operation
     if operation == "update_item":
         arguments["UpdateExpression"] = "SET x = :expected"
     for asked in ("ALL_OLD", "NONE"):
+        name = "".join(part.title() for part in operation.split("_"))
+        shape = call_shape(name, {**arguments, "ReturnValuesOnConditionCheckFailure": asked})
+        if refused_shape(shape):  # the minting state's update asks for it; no put or delete
+            failed = outcome(
+                both.local,
+                lambda c, a=asked: getattr(c, operation)(
+                    **arguments, ReturnValuesOnConditionCheckFailure=a
+                ),
+            )
+            assert failed[:2] == ("error", "ValidationException")
+            continue
         result = both.error(
             "ConditionalCheckFailedException",
             lambda c, a=asked: getattr(c, operation)(
@@ -522,15 +496,6 @@ def test_a_failed_condition_gives_back_the_item_when_asked(both: Both, operation
             ),
         )
         assert (result[2] is not None) == (asked == "ALL_OLD")
-    both.ok(lambda c: c.get_item(TableName=table, Key=KEY))
-
-
-def test_put_and_delete_return_the_old_item(both: Both) -> None:
-    table = both.name(ITEMS)
-    both.ok(lambda c: c.put_item(TableName=table, Item=START, ReturnValues="ALL_OLD"))
-    both.ok(lambda c: c.put_item(TableName=table, Item=KEY, ReturnValues="ALL_OLD"))
-    both.ok(lambda c: c.delete_item(TableName=table, Key=KEY, ReturnValues="ALL_OLD"))
-    both.ok(lambda c: c.delete_item(TableName=table, Key=KEY, ReturnValues="ALL_OLD"))
     both.ok(lambda c: c.get_item(TableName=table, Key=KEY))
 
 
@@ -559,11 +524,9 @@ def _fill_record(both: Both) -> str:
     table = both.name(RECORD)
     for subsystem in ("default", "classic"):
         for number, date in enumerate(DATES):
-            item = {
-                "subsystem": {"S": subsystem},
-                "first_date": {"N": date},
-                "count": {"N": str(number)},
-            }
+            item = {"subsystem": {"S": subsystem}, "first_date": {"N": date}}
+            if number >= 3:
+                item["count"] = {"N": str(number)}
             both.each(lambda c, i=item: c.put_item(TableName=table, Item=i))
     return table
 
@@ -600,21 +563,23 @@ def test_a_query_gives_the_same_pages_in_sort_key_order(
     table = _fill_record(both)
     for limit, forward in itertools.product((None, 1, 3), (True, False)):
         query = _query(table, sort, values, limit, forward)
-        expected = outcome(both.moto, lambda c, q=query: {"pages": _pages(c, q)})
-        got = outcome(both.local, lambda c, q=query: {"pages": _pages(c, q)})
-        if got != expected:
-            got = ("ok", {"pages": _as_moto_pages(got[1]["pages"])})
+        asked = {"KeyConditionExpression": "#s = :s" + sort, "ScanIndexForward": forward}
+        if refused_shape(call_shape("Query", {**asked, **({"Limit": 1} if limit else {})})):
+            # (no store sorts backwards, nor asks for <, <=, >= or BETWEEN on a sort key)
+            assert outcome(both.local, query)[:2] == ("error", "ValidationException")
+            continue
+        # One page: the stores continue a Query by its key condition (the minting record's
+        # listing: "#first > :after"), never by ExclusiveStartKey, which the contract refuses.
+        expected, got = outcome(both.moto, query), outcome(both.local, query)
+        if got != expected and got[0] == "ok" and got[1]["Count"] == limit:
+            got = ("ok", _as_moto_page(got[1]))
         assert got == expected, (limit, forward)
 
 
-def _as_moto_pages(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Local pages as moto gives them. DynamoDB does not look ahead: a page that ends at
-    ``Limit`` has a LastEvaluatedKey even when nothing follows, and the next page is empty
-    (moto sometimes leaves both out)."""
-    if len(pages) > 1 and not pages[-1]["Items"] and "LastEvaluatedKey" not in pages[-1]:
-        *pages, _ = pages
-        pages[-1] = {k: v for k, v in pages[-1].items() if k != "LastEvaluatedKey"}
-    return pages
+def _as_moto_page(page: dict[str, Any]) -> dict[str, Any]:
+    """A local page as moto gives it. DynamoDB does not look ahead: a page that ends at
+    ``Limit`` has a LastEvaluatedKey even when nothing follows (moto sometimes leaves it out)."""
+    return {k: v for k, v in page.items() if k != "LastEvaluatedKey"}
 
 
 def _query(
@@ -643,9 +608,8 @@ def test_a_query_on_a_string_sort_key(both: Both) -> None:
     for s in ("a", "ab", "abc", "b", "B", "é", "a b"):
         both.each(lambda c, s=s: c.put_item(TableName=table, Item={"p": {"S": "x"}, "s": {"S": s}}))
     for condition, values in [
-        ("begins_with(#s, :v)", {":v": {"S": "ab"}}),
-        ("#s BETWEEN :v AND :w", {":v": {"S": "B"}, ":w": {"S": "ab"}}),
         ("#s > :v", {":v": {"S": "a"}}),
+        ("#s = :v", {":v": {"S": "é"}}),
     ]:
         both.ok(
             lambda c, k=condition, v=values: c.query(
@@ -665,9 +629,8 @@ def test_a_scan_gives_the_same_items_over_its_pages(both: Both, limit: int) -> N
         answer: dict[str, Any] = client.scan(
             TableName=table,
             Limit=limit,
-            FilterExpression="#c >= :three",
+            FilterExpression="attribute_exists(#c)",
             ExpressionAttributeNames={"#c": "count"},
-            ExpressionAttributeValues={":three": {"N": "3"}},
             **more,
         )
         return answer
@@ -865,7 +828,12 @@ LOCAL_REFUSALS: list[tuple[str, Callable[[Client], Any]]] = [
     # moto raises KeyError.
     (
         "an undefined name in an update",
-        lambda c: c.update_item(TableName=ITEMS, Key=KEY, UpdateExpression="REMOVE #a"),
+        lambda c: c.update_item(
+            TableName=ITEMS,
+            Key=KEY,
+            UpdateExpression="SET #a = :a",
+            ExpressionAttributeValues={":a": {"S": "x"}},
+        ),
     ),
     # moto raises ValueError on a malformed condition (DynamoDB: "Invalid ConditionExpression:
     # Syntax error").

@@ -233,11 +233,8 @@ def test_a_guesser_elsewhere_never_locks_the_key_holder_out(
     for subject in ("inclusionRequest", "exclusionRequest") * 4:
         service.switch(request(subject, key=OTHER_KEY), client_ip=GUESSER)
     guessing = service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=GUESSER)
-    assert (guessing.status, guessing.retry_after, text(guessing)) == (
-        429,
-        900,
-        "status.archive refused",
-    )
+    assert (guessing.status, guessing.retry_after) == (429, 900)
+    assert text(guessing).startswith("status.archive refused\r\nerror {")  # why, and when
     # The blocked source is refused whatever the key, so a guess there proves nothing.
     assert service.switch(request("exclusionRequest"), client_ip=GUESSER).status == 429
     included = service.switch(request("inclusionRequest"), client_ip=HOLDER)
@@ -285,7 +282,8 @@ def test_past_the_cap_wrong_keys_are_429_and_flagged_but_the_right_key_passes(
         service.switch(request("inclusionRequest", key=OTHER_KEY), client_ip=s) for s in sources
     ]
     assert [(a.status, a.over_cap) for a in answers] == [(403, False)] * 3 + [(429, True)] * 2
-    assert answers[3].retry_after == 900 and text(answers[3]) == "status.archive refused"
+    assert answers[3].retry_after == 900
+    assert text(answers[3]).startswith("status.archive refused\r\nerror {")  # why, and when
     # Past the cap a wrong key blocks its source at once; the cap holds with 100 + 1 counted.
     assert service.switch(request("inclusionRequest"), client_ip=sources[4]).status == 429
     assert service.switch(request("inclusionRequest"), client_ip=sources[0]).status == 200

@@ -331,17 +331,18 @@ def test_the_first_usable_answer_may_end_a_round_unless_all_must_be_seen() -> No
     assert archives.enough[-1] is None  # the language is chosen among every answer
 
 
-def test_location_hints_by_ibi_and_prefix_bounded() -> None:
+def test_location_hints_by_ibi_only_bounded() -> None:
+    """Issue 24: no hint by prefix any more (one answer captured a whole prefix)."""
     from functions.resolver.fanout import LocationHints
 
-    hints = LocationHints(capacity=4)
+    hints = LocationHints(capacity=2)
     assert hints.likely("LK47B6W/362SFKH") is None
     hints.learn("LK47B6W/362SFKH", A)
     assert hints.likely("lk47b6w/362sfkh") == A  # either case
-    assert hints.likely("LK47B6W/3622222") == A  # same prefix: same subsystem, likely there
+    assert hints.likely("LK47B6W/3622222") is None  # same prefix: no hint
     assert hints.likely("8JMKD3MGP8W/35MME4E") is None
     hints.learn("8JMKD3MGP8W/35MME4E", B)
-    hints.learn("8JMKD3MGP7W/3EPGUE5", C)  # capacity 4: the oldest entries go
+    hints.learn("8JMKD3MGP7W/3EPGUE5", C)  # capacity 2: the oldest entry goes
     assert hints.likely("LK47B6W/362SFKH") is None
     assert hints.likely("8JMKD3MGP7W/3EPGUE5") == C
 
