@@ -16,7 +16,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 from bench import common
 from bench.report import write_report
 
-SUITES = ("minting", "resolution", "startup", "peer", "flood")
+SUITES = ("minting", "resolution", "owners", "startup", "peer", "flood")
 
 
 def main() -> int:

@@ -2,7 +2,8 @@
 
 Real Archives run on other machines; here they run in one separate process (asyncio, HTTP/1.1
 with keep-alive, as API Gateway serves), so that the resolver's measured CPU is its own and
-the Archives do not share its interpreter. Each answers a urlRequest after a fixed delay and
+the Archives do not share its interpreter. Each answers a urlRequest after a fixed delay (or,
+every ``slow_every``-th one, after ``slow_delay``: a cold start; or never, when ``silent``) and
 counts the urlRequests it received (in shared memory, read by the benchmark).
 """
 
@@ -24,11 +25,15 @@ class FakeSpec:
     service_ibi: str
     delay: float
     answers: dict[str, str]
+    silent: bool = False  # takes urlRequests and never answers them (a black hole)
+    slow_every: int = 0  # every n-th urlRequest is answered after ``slow_delay`` instead
+    slow_delay: float = 0.0
 
 
 def _serve(specs: Sequence[FakeSpec], counts: Any, ready: Connection) -> None:
     async def main() -> None:
         ports = []
+        serving: set[asyncio.Task[Any]] = set()  # kept referenced: never collected while open
         for index, spec in enumerate(specs):
 
             async def handle(
@@ -37,10 +42,16 @@ def _serve(specs: Sequence[FakeSpec], counts: Any, ready: Connection) -> None:
                 index: int = index,
                 spec: FakeSpec = spec,
             ) -> None:
+                task = asyncio.current_task()
+                assert task is not None
+                serving.add(task)
                 try:
                     while True:
                         head = await reader.readuntil(b"\r\n\r\n")
-                        target = head.split(b" ", 2)[1].decode()
+                        line = head.split(b" ", 2)
+                        if len(line) < 3:  # not a request line (a stray connection): hang up
+                            return
+                        target = line[1].decode()
                         query = dict(parse_query(target.partition("?")[2]))
                         subject = query.get("servicesubject")
                         body = b""
@@ -51,7 +62,12 @@ def _serve(specs: Sequence[FakeSpec], counts: Any, ready: Connection) -> None:
                         elif subject == "urlRequest":
                             with counts.get_lock():
                                 counts[index] += 1
-                            await asyncio.sleep(spec.delay)
+                                seen = counts[index]
+                            if spec.silent:  # until the resolver hangs up
+                                await reader.read()
+                                return
+                            slow = spec.slow_every and seen % spec.slow_every == 0
+                            await asyncio.sleep(spec.slow_delay if slow else spec.delay)
                             label = parse_label(query.get("parsedibiurl.ibi", "")).label
                             body = spec.answers.get(label, "").encode()
                         writer.write(
@@ -63,8 +79,9 @@ def _serve(specs: Sequence[FakeSpec], counts: Any, ready: Connection) -> None:
                     pass
                 finally:
                     writer.close()
+                    serving.discard(task)
 
-            server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
+            server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
             ports.append(server.sockets[0].getsockname()[1])
         ready.send(ports)
         await asyncio.Event().wait()

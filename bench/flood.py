@@ -3,12 +3,12 @@
 Issue 11, finding 1: anonymous inclusion requests with random valid IBIs and wrong keys each
 wrote a throttle record into the registry, and /status and resolution scanned it (6 → 192 ms
 and 25 → 393 ms during a flood of 20,000). Here the resolver's real handler runs behind the
-local API Gateway stand-in (its worker processes, over dynalite, as ``ibi local``), with one
-fake Archive on loopback holding the IBI and answering in 20 ms. One client measures a
+local API Gateway stand-in (its worker processes, over local mode's tables, as ``ibi local``),
+with one fake Archive on loopback holding the IBI and answering in 20 ms. One client measures a
 resolution (302) then a /status (200), one after the other: first alone, then while
 ``FLOOD_THREADS`` clients send refused inclusion requests (nine in ten for random unregistered
 IBIs, one in ten a wrong key for the registered Archive, from several loopback addresses),
-then alone again. The CPU time all processes (gateway workers, dynalite, the clients) spend
+then alone again. The CPU time all processes (gateway workers, the tables in them, the clients) spend
 while each flood runs is divided by its requests. A control phase then sends as many requests, at the refused flood's own rate, that touch no
 table at all (``/inspect`` of random IBIs): what the refused flood adds beyond that control is
 what it does to the stores; what both add is the machine's two cores shared with the flood.
@@ -41,7 +41,8 @@ from ibi.core.labels import IBI
 from ibi.core.pairlist import encode_query
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite, free_port
+from ibi_tools.local.stores import free_port
+from ibi_tools.local.tables import LocalTables
 
 ITEM = "8JMKD3MGP8W/35MMLL8"
 ARCHIVE = "8JMKD3MGP8W/3FSUP4L"
@@ -187,8 +188,9 @@ def _count(client: Any, table: str) -> int:
 def run(quick: bool) -> dict[str, Any]:
     rounds = 50 if quick else 200
     total = 2_000 if quick else 20_000
-    with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
-        client = dynalite.client()
+    with tempfile.TemporaryDirectory() as folder:
+        local = LocalTables(Path(folder) / "tables.sqlite3")
+        client = local.client()
         ensure_table(client, "flood")
         settings = ResolverSettings.from_environment(
             {
@@ -209,7 +211,7 @@ def run(quick: bool) -> dict[str, Any]:
             def handler() -> Any:  # in each worker process: its own client, its own runtime
                 from functions.resolver.handler import lambda_handler
 
-                wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+                wiring.install(wiring.build(settings, dynamodb=local.client()))
                 return lambda_handler
 
             gateway = LocalGateway("resolver", handler, free_port(), workers=FLOOD_THREADS + 2)
@@ -220,7 +222,7 @@ def run(quick: bool) -> dict[str, Any]:
                 tables = (settings.table, settings.throttle_table)
                 items_before = {table: _count(client, table) for table in tables}
                 before = _measure(port, rounds)
-                pids = [*gateway.worker_pids, *([dynalite.pid] if dynalite.pid else [])]
+                pids = list(gateway.worker_pids)
                 flood = Flood(port, total, address)
                 during = _flooded(port, rounds, flood, pids)
                 control = Flood(port, total, address, control=True, rate=total / flood.seconds)

@@ -55,7 +55,7 @@ def _calls(client: Any) -> dict[str, Callable[[int], Any]]:
                 ":count": {"N": "1"},
                 ":first": {"N": str(20250101000000 + i)},
             },
-            ReturnValues="UPDATED_OLD",
+            ReturnValues="ALL_OLD",  # (as the minting store's write)
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
 

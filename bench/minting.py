@@ -1,9 +1,9 @@
 """Minting throughput and latency on one subsystem.
 
 The minting service (logic + DynamoDB store) is driven in-process by N client threads over
-dynalite (race-free, on loopback), each with its own service (as N Lambda execution
-environments: each keeps its own block of dates), so the conditional writes, the conflicts and
-the waits can be counted. A second run goes through the local API Gateway stand-in (HTTP) over
+local mode's tables (SQLite: a connection per thread, each write one transaction), each with
+its own service (as N Lambda execution environments: each keeps its own block of dates), so
+the conditional writes, the conflicts and the waits can be counted. A second run goes through the local API Gateway stand-in (HTTP) over
 local mode's tables, as ``ibi local`` serves it: with one handler process per concurrent
 request (as Lambda scales), and with two (as the peer run's ``ibi local``); its counters are
 summed over the processes.
@@ -30,7 +30,6 @@ from functions.minting.settings import Settings
 from functions.minting.store import ensure_tables
 from ibi_tools.local.federation import LOCAL_MINT_BLOCK_SECONDS
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite
 from ibi_tools.local.tables import LocalTables
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
@@ -74,7 +73,7 @@ def _settings(granularity: str, subsystems: int = 1) -> Settings:
 
 
 def in_process(
-    dynalite: Dynalite,
+    tables: LocalTables,
     clients: int,
     requests_per_client: int,
     count: int,
@@ -86,16 +85,19 @@ def in_process(
     lock = threading.Lock()
     settings = _settings(granularity, subsystems)
     names = list(settings.subsystems)
-    dynamodb = dynalite.client()
+    dynamodb = tables.client()
     # Writes to the state table, as the client sends them (conflicting attempts included).
     state_writes = [0]
+    call = dynamodb._make_api_call  # type: ignore[attr-defined]
 
-    def on_call(params: dict[str, Any], model: Any, **_: Any) -> None:
-        if model.name in WRITES and params.get("TableName") == TABLES["state"]:
+    def counted(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        if operation in WRITES and params.get("TableName") == TABLES["state"]:
             with lock:
                 state_writes[0] += 1
+        answer: dict[str, Any] = call(operation, params)
+        return answer
 
-    dynamodb.meta.events.register("before-parameter-build.dynamodb", on_call)
+    dynamodb._make_api_call = counted  # type: ignore[attr-defined]
 
     def on_conflict() -> None:
         with lock:
@@ -247,27 +249,24 @@ def run(quick: bool) -> dict[str, Any]:
         "gateway": [],
         "gateway_two_workers": [],
     }
-    with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
-        ensure_tables(dynalite.client(), TABLES)
+    with tempfile.TemporaryDirectory() as folder:
+        tables = LocalTables(Path(folder) / "tables.sqlite3")
+        ensure_tables(tables.client(), TABLES)
         for clients in client_counts:
             results["single"].append(
-                in_process(dynalite, clients, max(2, per_client // clients * 2), 1, "0.001")
+                in_process(tables, clients, max(2, per_client // clients * 2), 1, "0.001")
             )
         for clients in [1, 4, 16]:  # 16 x 1000 IBIs take 16 s at r = 0.001 s: fewer rounds
             rounds = (2 if quick else 5) if clients < 16 else (1 if quick else 2)
-            results["batch"].append(in_process(dynalite, clients, rounds, 1000, "0.001"))
+            results["batch"].append(in_process(tables, clients, rounds, 1000, "0.001"))
         # The limit set by the granularity: at r = 1 s, one IBI per second per subsystem...
-        results["coarse"].append(in_process(dynalite, 2, 3 if quick else 5, 1, "1"))
+        results["coarse"].append(in_process(tables, 2, 3 if quick else 5, 1, "1"))
         # ...and more subsystems (prefixes) add to it: 4 subsystems at r = 1 s.
-        results["subsystems"].append(
-            in_process(dynalite, 4, 3 if quick else 5, 1, "1", subsystems=4)
-        )
+        results["subsystems"].append(in_process(tables, 4, 3 if quick else 5, 1, "1", subsystems=4))
         # Contention spread: 16 clients over 4 subsystems at r = 0.001 s.
         results["subsystems"].append(
-            in_process(dynalite, 16, max(2, per_client // 8), 1, "0.001", subsystems=4)
+            in_process(tables, 16, max(2, per_client // 8), 1, "0.001", subsystems=4)
         )
-        tables = LocalTables(Path(folder) / "tables.sqlite3")
-        ensure_tables(tables.client(), TABLES)
         for clients in [1, 4, 16] if quick else [1, 4, 8, 16]:
             requests = 20 if quick else 40
             results["gateway"].append(
@@ -288,7 +287,7 @@ def run(quick: bool) -> dict[str, Any]:
     save("minting", results)
     plot(
         "minting",
-        "Minting on one subsystem (r = 0.001 s), in-process over dynalite",
+        "Minting on one subsystem (r = 0.001 s), in-process over local mode's tables",
         "concurrent clients",
         "IBIs per second",
         {

@@ -2,8 +2,8 @@
 
 arklet 0.2.3 runs as it is deployed: gunicorn, two sync worker processes, its Django settings
 (``bench/arklet_settings.py``) on one SQLite file. ibi runs as ``ibi local`` with two worker
-processes per API (the API Gateway stand-in over dynalite and s3rver). Both serve at the same
-time; one load generator drives them: N client threads, each with its own ``http.client``
+processes per API (the API Gateway stand-in over local mode's tables and SeaweedFS). Both
+serve at the same time; one load generator drives them: N client threads, each with its own ``http.client``
 connection (kept alive when the server keeps it; neither does), sending requests back to back,
 every answer checked:
 
@@ -16,8 +16,8 @@ every answer checked:
 Each operation runs at 1, 4 and 16 clients, its time cut in slices that alternate between the
 two systems, so that the machine's other work weighs on both alike. The server CPU of a slice
 is the user + system time (``/proc/<pid>/stat``) of every process of the server's tree — for
-ibi every API's gateway workers, dynalite and s3rver; for arklet the gunicorn master and its
-workers — from the slice's start to :data:`SETTLE` after its end (work left in the background
+ibi every API's gateway workers (the tables in them) and SeaweedFS; for arklet the gunicorn
+master and its workers — from the slice's start to :data:`SETTLE` after its end (work left in the background
 counts), divided by the answers. For ibi a few sequential requests then show where a
 resolution's time goes.
 """
@@ -346,7 +346,7 @@ def _arklet(folder: Path) -> Iterator[System]:
 
 def _ibi_server(federation: Any) -> list[int]:
     """The processes that serve ``ibi local``: every API's workers (the tables are SQLite in
-    each of them) and s3rver."""
+    each of them) and SeaweedFS."""
     s3 = federation._s3
     pids = [pid for gateway in federation.gateways for pid in gateway.worker_pids]
     return pids + ([s3.pid] if s3 is not None and s3.pid else [])

@@ -12,7 +12,7 @@ def _load(results: Path, name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-SECTIONS = ("minting", "resolution", "startup", "peer", "flood")
+SECTIONS = ("minting", "resolution", "owners", "startup", "peer", "flood")
 
 
 def write_report(target: Path, results: Path) -> None:
@@ -32,6 +32,7 @@ def write_report(target: Path, results: Path) -> None:
     writers = {
         "minting": _minting,
         "resolution": _resolution,
+        "owners": _owners,
         "startup": _startup,
         "peer": _peer,
         "flood": _flood,
@@ -63,7 +64,7 @@ def _minting(minting: dict[str, Any]) -> list[str]:
     lines += [
         "## Minting",
         "",
-        "In-process service (logic + DynamoDB store) over dynalite on loopback, N client threads:",
+        "In-process service (logic + DynamoDB store) over local mode's tables, N client threads:",
         "",
         "| subsystems | clients | per request | r (s) | IBIs/s | limit S/r | p50 ms | p99 ms | conflicts per IBI | state writes per request |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -148,6 +149,121 @@ def _resolution(resolution: dict[str, Any]) -> list[str]:
         "![resolution](bench/results/resolution.png)",
         "",
     ]
+    return lines
+
+
+def _counted(owners: dict[str, Any]) -> str:
+    batches = owners.get("requests_per_batch", [])
+    sent = sum(b["sent"] for b in batches)
+    counted = sum(b["counted_by_archives"] for b in batches)
+    return f"{counted:,} of {sent:,}" if sent else "—"
+
+
+def _load_average(owners: dict[str, Any]) -> str:
+    before, after = owners.get("load_average", ["—", "—"])
+    return f"{before} at the start and {after} at the end"
+
+
+def _owners(owners: dict[str, Any]) -> list[str]:
+    """Owners at scale: the four scenarios, the head start's designs, a Bloom filter."""
+    rows = {(r["scenario"], r["design"]): r for r in owners["rows"]}
+    chosen = {s: r for (s, d), r in rows.items() if d == "adaptive (chosen)"}
+    usd = owners.get("usd_per_million", {})
+    names = {
+        "a": "(a) the owner holds the original",
+        "b": "(b) the original transferred once",
+        "c refused": "(c) the owner down (port closed), a copy elsewhere",
+        "c silent": "(c) the owner down (takes requests, never answers), a copy elsewhere",
+        "d": "(d) a prefix with no owner, an original somewhere",
+        "d copy": "(d) a prefix with no owner, only a copy: today's fan-out for (c)",
+    }
+    lines = [
+        f"## Owners at scale (issue 24): {owners['archives']:,} Archives on loopback",
+        "",
+        f"{owners['archives'] - 1:,} fake Archives in one process (one asyncio server per port,",
+        "answering urlRequests in 20 ms) and one registered at a closed port, each owning its",
+        "service IBI's prefix, registered and included in the resolver as built by its wiring",
+        "over local mode's tables, in this process. Every resolution asks for an IBI never",
+        "asked before; the scenarios take turns, one resolution each, 0.5 s apart. Requests",
+        "are the urlRequests the resolver sent per resolution (the Archives counted "
+        f"{_counted(owners)}: the closed port's and those still on their way are missing);",
+        "CPU is the resolver's, with its requests that ended after the resolution; USD per",
+        "million first-time resolutions from `bench/scale.py`'s prices (docs/scale.md). The",
+        "head start chosen (`OwnerPace`): twice the owner's slowest recent answer, within 0.5",
+        "and 1 s; none for an owner that did not answer in its last round. The machine's load",
+        f"average was {_load_average(owners)} (other work included).",
+        "",
+        "| scenario | requests per resolution | first resolution's | p50 / p99 ms | max ms "
+        "| resolver CPU ms | USD per million |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, name in names.items():
+        if key in chosen:
+            r = chosen[key]
+            lines.append(
+                f"| {name} | {r['requests_per_resolution']} | {r['first_requests']} "
+                f"| {r['p50_ms']} / {r['p99_ms']} | {r['max_ms']} | {r['cpu_ms_per_resolution']} "
+                f"| {usd.get(key, '—')} |"
+            )
+    fan = chosen.get("d copy", chosen.get("d", {}))
+    met_a = chosen["a"]["requests_per_resolution"] == 1
+    met_b = chosen["b"]["requests_per_resolution"] <= 2
+    met_c = all(
+        chosen[c]["requests_per_resolution"] <= fan["requests_per_resolution"]
+        and chosen[c]["p50_ms"] <= fan["p50_ms"] * 1.25
+        for c in ("c refused", "c silent")
+    )
+    lines += [
+        "",
+        f"Targets: (a) 1 request: **{chosen['a']['requests_per_resolution']}** "
+        f"({'met' if met_a else 'NOT met'}); (b) ≤ 2: **{chosen['b']['requests_per_resolution']}** "
+        f"({'met' if met_b else 'NOT met'}); (c) as today's fan-out or better (requests ≤, p50 "
+        f"within 1.25× of the fan-out that finds a copy, {fan['p50_ms']} ms): "
+        f"**{chosen['c refused']['p50_ms']}** and **{chosen['c silent']['p50_ms']} ms** "
+        f"({'met' if met_c else 'NOT met'}); (d) is that fan-out. A black-holed owner costs the",
+        "first resolution of an execution environment its head start (1 s: the max column);",
+        "after that it is asked with everyone until it answers again. (c) and (d) with a copy",
+        "wait the 50 ms grace for an original after the copy's answer.",
+        "",
+        "The owner's head start, design by design (each from a fresh environment; the owners",
+        "answer originals, the black hole's items have a copy elsewhere):",
+        "",
+        "| owner | design | requests per resolution | p50 / p99 ms | max ms |",
+        "|---|---|---|---|---|",
+    ]
+    profiles = {
+        "c silent": "down (black hole)",
+        "cold": "400 ms cold start every 25 requests",
+        "far": "always 300 ms",
+    }
+    designs = ("waited (before)", "fixed 50 ms", "adaptive, floor 50 ms", "adaptive (chosen)")
+    for key, profile in profiles.items():
+        for design in designs:
+            if (key, design) in rows:
+                r = rows[(key, design)]
+                lines.append(
+                    f"| {profile} | {design} | {r['requests_per_resolution']} "
+                    f"| {r['p50_ms']} / {r['p99_ms']} | {r['max_ms']} |"
+                )
+    lines += [
+        "",
+        "Waiting for the owner (before) costs the Archive timeout (3 s) on every resolution",
+        "while it is down; a short fixed head start fans out to everyone whenever the owner is",
+        "a little slow (far away, or cold): each time a request to every Archive.",
+        "",
+        "A Bloom filter of the IBIs one Archive holds (measured here in pure Python, not built;",
+        "docs/decisions.md):",
+        "",
+        "| IBIs held | false positives: target / measured | bits per IBI | hashes | bytes "
+        "| lookup µs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for b in owners.get("bloom", []):
+        lines.append(
+            f"| {b['items']:,} | {b['target_false_positives']} / {b['measured_false_positives']} "
+            f"| {b['bits_per_item']} | {b['hashes']} | {b['bytes']:,} | {b['lookup_us']} |"
+        )
+    lines += ["", "![owners](bench/results/owners.png)", ""]
     return lines
 
 
@@ -298,7 +414,7 @@ def _peer(peer: dict[str, Any]) -> list[str]:
         "",
         f"arklet runs as deployed: {theirs['server']}, its Django settings",
         "(`bench/arklet_settings.py`). ibi runs as `ibi local` with two worker processes per",
-        "API (the API Gateway stand-in over local mode's SQLite tables and s3rver). Both serve at the same time",
+        "API (the API Gateway stand-in over local mode's SQLite tables and SeaweedFS). Both serve at the same time",
         "and one load generator drives them: N client threads, each with its own `http.client`",
         f"connection, sending requests back to back for {peer['seconds_per_phase']:g} s per",
         f"operation and number of clients, in {peer.get('slices_per_phase', 1)} slices that",
@@ -307,7 +423,7 @@ def _peer(peer: dict[str, Any]) -> list[str]:
         "201) with an identifier; only right answers are counted and timed.",
         "",
         "Server CPU is the user + system time (`/proc/<pid>/stat`) of every process of the",
-        "server's tree — for ibi every API's gateway workers (the tables included) and s3rver; for arklet",
+        "server's tree — for ibi every API's gateway workers (the tables included) and SeaweedFS; for arklet",
         "the gunicorn master and its workers — from a slice's start to 0.3 s after its end",
         "(work left in the background counts), per answer. Idle, the trees spent "
         f"{_idle(peer, 'ibi')} (ibi) and {_idle(peer, 'arklet')} (arklet) ms of CPU per second.",
@@ -388,7 +504,7 @@ def _flood(flood: dict[str, Any]) -> list[str]:
     lines = [
         "## A flood of refused inclusion requests (issue 11)",
         "",
-        "The resolver behind the gateway stand-in over dynalite, one fake Archive answering in",
+        "The resolver behind the gateway stand-in over local mode's tables, one fake Archive answering in",
         f"20 ms. {flood['flood']['clients']} clients send refused inclusion requests: nine in ten",
         "for random unregistered IBIs, one in ten a wrong key for the registered Archive from 8",
         f"loopback addresses ({answers}). The control sends as many requests, at the same rate,",
@@ -420,7 +536,7 @@ def _flood(flood: dict[str, Any]) -> list[str]:
         f"{flood['before']['resolution']['p50_ms']} ms alone, "
         f"{flood['during']['resolution']['p50_ms']} ms during the refused flood "
         f"({flood['during'].get('cpu_ms_per_request', '—')} ms CPU per request: handler, "
-        "one GetItem in dynalite), "
+        "one GetItem in the local tables), "
         f"{flood['during_control']['resolution']['p50_ms']} ms during the control "
         f"({flood['during_control'].get('cpu_ms_per_request', '—')} ms CPU per request), "
         f"{flood['after']['resolution']['p50_ms']} ms after. In AWS concurrent requests run in "

@@ -26,7 +26,8 @@ from functions.resolver.registry import Contact, ensure_table
 from functions.resolver.resolution import ArchiveAnswer, Resolver
 from functions.resolver.settings import ResolverSettings
 from ibi.core.persistent_url import parse_persistent_url
-from ibi_tools.local.stores import Dynalite, free_port
+from ibi_tools.local.stores import free_port
+from ibi_tools.local.tables import LocalTables
 
 ITEM = "8JMKD3MGP8W/35MMLL8"
 KEY = "1234567890-0987654321"
@@ -45,7 +46,7 @@ def _labels(n: int) -> list[str]:
 
 
 def measure(
-    archives_count: int, *, slow_and_dead: bool, rounds: int, dynalite: Dynalite, folder: Path
+    archives_count: int, *, slow_and_dead: bool, rounds: int, tables: LocalTables, folder: Path
 ) -> dict[str, Any]:
     labels = _labels(archives_count + 2)
     specs = [FakeSpec(labels[i], 0.02, {}) for i in range(archives_count - 1)]
@@ -53,7 +54,7 @@ def measure(
     if slow_and_dead:
         specs.append(FakeSpec(labels[archives_count], 2.0, {}))
     table = f"r{archives_count}{int(slow_and_dead)}{free_port()}"
-    ensure_table(dynalite.client(), table)
+    ensure_table(tables.client(), table)
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": table,
@@ -63,7 +64,7 @@ def measure(
             "IBI_RESOLUTION_DEADLINE_SECONDS": "3",
         }
     )
-    runtime = wiring.build(settings, dynamodb=dynalite.client())
+    runtime = wiring.build(settings, dynamodb=tables.client())
     url = parse_persistent_url(f"/{ITEM}")
     with FakeArchives(specs) as archives:
         for spec, address in zip(specs, archives.addresses, strict=True):
@@ -143,14 +144,15 @@ def run(quick: bool) -> dict[str, Any]:
     counts = [1, 4, 16, 64]
     rounds = 10 if quick else 40
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as folder, Dynalite(Path(folder) / "db") as dynalite:
+    with tempfile.TemporaryDirectory() as folder:
+        tables = LocalTables(Path(folder) / "tables.sqlite3")
         for count in counts:
             rows.append(
                 measure(
                     count,
                     slow_and_dead=False,
                     rounds=rounds,
-                    dynalite=dynalite,
+                    tables=tables,
                     folder=Path(folder),
                 )
             )
@@ -159,7 +161,7 @@ def run(quick: bool) -> dict[str, Any]:
                     count,
                     slow_and_dead=True,
                     rounds=max(3, rounds // 4),
-                    dynalite=dynalite,
+                    tables=tables,
                     folder=Path(folder),
                 )
             )

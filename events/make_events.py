@@ -108,6 +108,14 @@ def minting() -> dict[str, dict[str, Any]]:
         ),
         "mint_wrong_method.json": event("GET", "/mint", host=host),
         "list_mints.json": event("GET", "/mints", host=host, query="subsystem=default&limit=10"),
+        "list_mints_newest.json": event(
+            "GET", "/mints", host=host, query="subsystem=default&order=desc&since=2026-11-01"
+        ),
+        "list_mints_bad_order.json": event("GET", "/mints", host=host, query="order=newest"),
+        "find_mint.json": event(  # the record that issued an IBI (404: none did)
+            "GET", "/mints", host=host, query="ibi=example.org/ibi/2026/11.22.22.16.03.639"
+        ),
+        "verify_mints.json": event("GET", "/mints/verify", host=host, query="subsystem=default"),
         "list_subsystems.json": event("GET", "/subsystems", host=host),
     }
 

@@ -290,13 +290,24 @@ class MintingClient(ApiClient):
         return answer
 
     def records(
-        self, *, subsystem: str | None = None, after: str | None = None, limit: int = 50
+        self,
+        *,
+        subsystem: str | None = None,
+        after: str | None = None,
+        limit: int = 50,
+        newest_first: bool = False,
+        since: str | None = None,
+        until: str | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Every mint record, page after page."""
+        """Every mint record (from ``since`` to ``until``: epoch or ISO 8601), page after
+        page, oldest first or newest first."""
+        query: dict[str, str] = {"limit": str(limit)}
+        for name, value in (("subsystem", subsystem), ("since", since), ("until", until)):
+            if value:
+                query[name] = value
+        if newest_first:
+            query["order"] = "desc"
         while True:
-            query: dict[str, str] = {"limit": str(limit)}
-            if subsystem:
-                query["subsystem"] = subsystem
             if after:
                 query["after"] = after
             page = self.call("GET", "/mints", None, **query)
@@ -304,6 +315,17 @@ class MintingClient(ApiClient):
             after = page.get("next")
             if not after:
                 return
+
+    def record_of(self, ibi: str) -> dict[str, Any]:
+        """The record that issued ``ibi`` (either form); :class:`ApiError` 404 if none did."""
+        answer: dict[str, Any] = self.call("GET", "/mints", None, ibi=ibi)
+        return dict(answer["records"][0])
+
+    def verify(self, *, subsystem: str | None = None) -> dict[str, Any]:
+        """The verification of a subsystem's record (``GET /mints/verify``)."""
+        query = {"subsystem": subsystem} if subsystem else {}
+        answer: dict[str, Any] = self.call("GET", "/mints/verify", None, **query)
+        return answer
 
     def subsystems(self) -> dict[str, Any]:
         answer: dict[str, Any] = self.call("GET", "/subsystems")
@@ -466,6 +488,10 @@ class ArchiveClient(ApiClient):
         return answer
 
     def copy(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A copy of an original held elsewhere (``{"ibi", "original_files"?, …}``). The Archive
+        reads the original's files from its Archive through its resolver; ``original_files``,
+        if given, must agree (409 otherwise). The answer's ``original_check`` says whether it
+        could (``verified``) or not (``unverified``, with the reason)."""
         answer: dict[str, Any] = self.call("POST", "/api/copies", body)
         return answer
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import signal
+import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
@@ -240,8 +242,36 @@ def cmd_mint(args: argparse.Namespace) -> int:
 
 def cmd_mints(args: argparse.Namespace) -> int:
     client = _client(args)
+    args.json = args.json or args.format == "json"
+    args.jsonl = args.jsonl or args.format == "jsonl"
+    if args.verify:
+        return _verify_mints(client.verify(subsystem=args.subsystem), as_json=args.json)
+    asked = None
+    if args.ibi:
+        from ibi.core.dates import format_date
+        from ibi.core.labels import parse_label
+
+        try:
+            asked = format_date(parse_label(args.ibi).date)
+        except ValueError as error:
+            raise CommandError(f"--ibi: {error}") from None
+        records = iter([client.record_of(args.ibi)])
+    else:
+        records = client.records(
+            subsystem=args.subsystem,
+            after=args.after,
+            newest_first=args.newest,
+            since=args.since,
+            until=args.until,
+        )
+    if args.jsonl:  # the record as the API keeps it, one request per line, for archiving
+        for shown, record in enumerate(records, 1):
+            _print_json(record)
+            if args.limit and shown >= args.limit:
+                break
+        return EXIT_OK
     shown = 0
-    for record in client.records(subsystem=args.subsystem, after=args.after):
+    for record in records:
         for ibi in record["ibis"]:
             row = {
                 **ibi,
@@ -252,6 +282,13 @@ def cmd_mints(args: argparse.Namespace) -> int:
             }
             if args.json:
                 _print_json(row)
+            elif args.ibi:  # the IBI asked about, and who was issued it
+                if ibi["date"] != asked:
+                    continue
+                sys.stdout.write(
+                    f"{ibi['iso']} {ibi['rep']} {ibi['ibip']} {record['requester']}"
+                    f" request {record['request_id']} key {record['idempotency_key'] or '-'}\n"
+                )
             else:
                 sys.stdout.write(
                     f"{ibi['iso']} {ibi['rep']} {ibi['ibip']} {record['requester']}"
@@ -261,6 +298,28 @@ def cmd_mints(args: argparse.Namespace) -> int:
             if args.limit and shown >= args.limit:
                 return EXIT_OK
     return EXIT_OK
+
+
+def _verify_mints(found: dict[str, Any], *, as_json: bool) -> int:
+    """``ibi mints --verify``: the walk's summary, every problem; exit 1 on a problem."""
+    if as_json:
+        _print_json(found)
+    else:
+        last = found["last_date"] or "-"
+        sys.stdout.write(
+            f"{found['subsystem']}: {found['records']} records, {found['ibis']} IBIs, "
+            f"{found['reservations']} reservations up to {last}; "
+            f"{len(found['unused'])} spans reserved and never issued, "
+            f"{len(found['unrecorded'])} reserved by requests killed in flight\n"
+        )
+        for problem in found["problems"]:
+            sys.stdout.write(
+                f"{problem['kind']} after {problem['after'] or 'the first date'} until "
+                f"{problem['until']}: {problem['message']}\n"
+            )
+        if found["ok"]:
+            sys.stdout.write("ok: no gap, no overlap, no date issued twice\n")
+    return EXIT_OK if found["ok"] else EXIT_FAILED
 
 
 # ---------------------------------------------------------------------------- archives
@@ -382,7 +441,11 @@ def _original(args: argparse.Namespace, resolver: str | None) -> dict[str, Any]:
             "checksums and links are read from its Archive through the resolver"
         )
     view = _resolver_client(resolver, args.timeout).holdings(args.copy_of)
-    originals = [h for h in view["archives"] if h.get("state") == "Original"]
+    originals = [
+        h
+        for h in view["archives"]
+        if h.get("state") == "Original" and h.get("trust") != "untrusted"  # as the Archive reads it
+    ]
     if len(originals) != 1:
         claims = ", ".join(h["archive"] for h in originals)
         raise CommandError(
@@ -443,6 +506,18 @@ def match_original(
         chosen,
         [{"path": p, "sha256": f["sha256"], "size": f["size"]} for p, f in expected.items()],
     )
+
+
+def _warn_unverified(copy: dict[str, Any]) -> None:
+    """Say so when the Archive could not read the original's files to check the copy."""
+    check = copy.get("original_check") or {}
+    if check.get("status") == "unverified":
+        label = copy["ibi"].get("ibip") or copy["ibi"]["rep"]
+        sys.stderr.write(
+            f"ibi: warning: the Archive could not check this copy against its original "
+            f"({check.get('reason')}): it is unverified; `ibi archive verify {label}` "
+            "tries again\n"
+        )
 
 
 def _given_name(path: str, content: Any) -> str:
@@ -549,6 +624,8 @@ def cmd_deposit(args: argparse.Namespace) -> int:
             "give FILEs or --url, not both: an item is either files deposited here or one "
             "file hosted elsewhere (its persistent URL then redirects to --url)"
         )
+    if args.next_version_of and args.copy_of:
+        raise CommandError("--next-version-of: a copy takes the original's links (--copy-of)")
     files, default = gather_files(args.files)
     resolver = resolver_url(args)
     original = _original(args, resolver) if args.copy_of else None
@@ -572,6 +649,7 @@ def cmd_deposit(args: argparse.Namespace) -> int:
         if expected is not None:
             body["original_files"] = expected
         item = client.copy(body)
+        _warn_unverified(item)
     else:
         if args.subsystem:
             body["subsystem"] = args.subsystem
@@ -594,13 +672,39 @@ def cmd_deposit(args: argparse.Namespace) -> int:
             ) from None
     for link in copy_links(original) if original is not None else []:
         item = client.link(label, link)
-    persistent = f"{resolver}/{label}" if resolver else None
+    follows = next_version(args, client, item) if args.next_version_of else None
+    print_deposit(args, item, f"{resolver}/{label}" if resolver else None, follows)
+    return EXIT_OK
+
+
+def print_deposit(
+    args: argparse.Namespace, item: dict[str, Any], persistent: str | None, follows: str | None
+) -> None:
+    """The deposited item: as JSON, or its IBI forms and URL (and the version it follows)."""
     if args.json:
-        _print_json({**item, "persistent_url": persistent})
-        return EXIT_OK
+        linked = {"next_version_of": follows} if args.next_version_of else {}
+        _print_json({**item, "persistent_url": persistent, **linked})
+        return
     forms = " ".join(item["ibi"][form] for form in ("rep", "ibip") if form in item["ibi"])
     sys.stdout.write(f"{forms}\n{persistent or item['urls']['item']}\n")
-    return EXIT_OK
+    if follows:
+        sys.stdout.write(f"the next edition of {follows}\n")
+
+
+def next_version(args: argparse.Namespace, client: Any, item: dict[str, Any]) -> str:
+    """Link the deposit after the last version reached from ``--next-version-of`` (a
+    conditional link: concurrent releases never fork the chain); the IBI it follows."""
+    from ibi_tools.release import ReleaseError, link_next_version
+
+    try:
+        return link_next_version(client, args.next_version_of, item["ibi"])
+    except ReleaseError as error:
+        raise CommandError(
+            f"{error}\nibi: {item['ibi'].get('ibip') or item['ibi']['rep']} was deposited but "
+            "not linked as a next version: fix the cause and run the same command again (with "
+            "the same --idempotency-key)",
+            EXIT_FAILED,
+        ) from None
 
 
 # ---------------------------------------------------------------------------- holdings
@@ -660,6 +764,43 @@ def cmd_holdings(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(holdings_text(view))
     return EXIT_OK if view["verdict"]["ok"] else EXIT_FAILED
+
+
+def cmd_cite(args: argparse.Namespace) -> int:
+    """CITATION.cff for a version: printed, or written into ``--file`` (``--cff``)."""
+    import datetime
+
+    from ibi_tools import cff
+
+    resolver = resolver_url(args)
+    if not resolver:
+        raise CommandError(
+            "--resolver URL (or IBI_RESOLVER_URL): the item's metadata is read through it, and "
+            "its persistent URLs start with it"
+        )
+    path = Path(args.file)
+    view = _resolver_client(resolver, args.timeout).holdings(args.ibi)
+    held = [h for h in view["archives"] if h.get("state") in {"Original", "Copy"}]
+    if not held:
+        raise CommandError(f"{args.ibi}: no Archive at {resolver} holds it", EXIT_FAILED)
+    try:
+        citation = cff.citation_for(
+            min(held, key=lambda h: h.get("state") != "Original"),
+            ibi=args.ibi,
+            resolver=resolver,
+            existing=cff.read(path) if args.cff else None,
+            concept=args.concept,
+            version=args.version,
+            today=datetime.datetime.now(datetime.UTC).date(),
+        )
+    except cff.CitationFileError as error:
+        raise CommandError(str(error), EXIT_FAILED) from None
+    if args.cff:
+        path.write_text(cff.dump(citation), encoding="utf-8")
+        sys.stdout.write(f"{path}: {args.ibi}, concept {citation['identifiers'][1]['value']}\n")
+    else:
+        sys.stdout.write(cff.dump(citation))
+    return EXIT_OK
 
 
 def cmd_archive_service(args: argparse.Namespace) -> int:
@@ -928,9 +1069,20 @@ def cmd_archive_verify(args: argparse.Namespace) -> int:
         label = _label_of(entry["ibi"])
         for problem in entry["problems"]:
             sys.stdout.write(f"PROBLEM {label} {problem['path']}: {problem['problem']}\n")
+        if entry.get("state") == "Copy":
+            _copy_check_line(label, entry.get("original_check"))
         if not entry["problems"] and not args.quiet:
             sys.stdout.write(f"ok {label} ({entry['files']} file(s))\n")
     return EXIT_FAILED if problems else EXIT_OK
+
+
+def _copy_check_line(label: str, check: dict[str, Any] | None) -> None:
+    """A copy whose original's files could not be read: why, and since when (not a failure:
+    its bytes are intact; the next verify tries again)."""
+    if check is None:
+        sys.stdout.write(f"UNVERIFIED {label}: made before copies were checked\n")
+    elif check.get("status") == "unverified":
+        sys.stdout.write(f"UNVERIFIED {label}: {check.get('reason')} (since {check.get('at')})\n")
 
 
 def _key(args: argparse.Namespace) -> str:
@@ -1053,9 +1205,24 @@ def cmd_resolver_archives(args: argparse.Namespace) -> int:
 PORT_OPTIONS = {"minting": "--port", "resolver": "--resolver-port"}  # else an Archive's
 
 
+def local_failure(error: OSError | sqlite3.Error, data_dir: Path) -> str:
+    """One line for a start that failed on the data directory's files: its disk when full."""
+    from ibi_tools.local.stores import full_disk
+
+    full = (isinstance(error, OSError) and error.errno == errno.ENOSPC) or (
+        getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    )
+    if full:
+        return full_disk(data_dir)
+    if isinstance(error, OSError) and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    return f"{data_dir}: {error}"
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     from ibi_tools.local.federation import DataDirInUseError, LocalFederation
     from ibi_tools.local.gateway import PortInUseError
+    from ibi_tools.local.s3 import S3PortInUseError
     from ibi_tools.local.stores import LocalStoreError
     from ibi_tools.local.subsystems import SubsystemError
 
@@ -1073,16 +1240,22 @@ def cmd_local(args: argparse.Namespace) -> int:
         minting_port=args.port,
         archive_ports=args.archive_ports,
         resolver_port=args.resolver_port,
+        s3_port=args.s3_port,
         demo=not args.no_demo,
         log_level=args.log_level,
     )
     try:
         federation.start()
+    except S3PortInUseError as error:
+        raise CommandError(f"local: {error}; choose another with --s3-port", EXIT_FAILED) from None
     except (LocalStoreError, DataDirInUseError, SubsystemError) as error:
         raise CommandError(f"local: {error}", EXIT_FAILED) from error
     except PortInUseError as error:
         option = PORT_OPTIONS.get(error.name, "--archive-ports")
         raise CommandError(f"local: {error}; choose another with {option}", EXIT_FAILED) from None
+    except (OSError, sqlite3.Error) as error:  # the data directory's disk, its files
+        reason = local_failure(error, Path(args.data_dir))
+        raise CommandError(f"local: {reason}", EXIT_FAILED) from None
 
     def stop(signum: int, _: object) -> None:
         federation.request_stop()
@@ -1112,6 +1285,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_archive_commands(commands)
     _add_resolver_commands(commands)
     _add_holdings_command(commands)
+    _add_cite_command(commands)
     _add_local_command(commands)
     _name_commands(parser)
     return parser
@@ -1234,7 +1408,29 @@ def _add_minting_commands(commands: _Commands) -> None:
         subsystem="only this subsystem's",
     )
     mints.add_argument("--after", metavar="EPOCH", help="only requests after this date")
+    mints.add_argument("--since", metavar="DATE", help="from this date (epoch or ISO 8601, UTC)")
+    mints.add_argument("--until", metavar="DATE", help="up to this date (epoch or ISO 8601, UTC)")
+    mints.add_argument("--newest", action="store_true", help="newest first")
     mints.add_argument("--limit", type=int, default=0, metavar="N", help="at most N IBIs")
+    mints.add_argument(
+        "--ibi",
+        type=ibi_argument,
+        metavar="IBI",
+        help="the record that issued this IBI (either form)",
+    )
+    mints.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="export: one JSON line per request, the record as the API keeps it",
+    )
+    mints.add_argument(
+        "--format", choices=["text", "json", "jsonl"], help="text; json (= --json); jsonl"
+    )
+    mints.add_argument(
+        "--verify",
+        action="store_true",
+        help="walk the record: any gap, overlap or date issued twice is reported, exit 1",
+    )
     mints.set_defaults(run=cmd_mints)
 
 
@@ -1298,6 +1494,13 @@ def _add_deposit_command(commands: _Commands) -> None:
         metavar="K",
         help="a retried deposit with the same key gets the same IBI (e.g. run id + SHA-256)",
     )
+    deposit.add_argument(
+        "--next-version-of",
+        type=ibi_argument,
+        metavar="IBI",
+        help="a new version of the work this IBI (e.g. its first version) names: linked as "
+        "the next edition of the last version reached from it, in the same Archive",
+    )
     deposit.set_defaults(run=cmd_deposit)
 
 
@@ -1320,7 +1523,9 @@ def _add_archive_commands(commands: _Commands) -> None:
     item.set_defaults(run=cmd_archive_item)
     _add_item_commands(archive_commands)
     verify = archive_commands.add_parser(
-        "verify", help="check stored files against their SHA-256 (exit 1 on a problem)"
+        "verify",
+        help="check stored files against their SHA-256 (exit 1 on a problem), and copies "
+        "against their originals (UNVERIFIED: the original's files could not be read)",
     )
     _api_options(verify, json_help="one JSON object per item")
     verify.add_argument(
@@ -1478,6 +1683,30 @@ def _add_resolver_commands(commands: _Commands) -> None:
     listing.set_defaults(run=cmd_resolver_archives)
 
 
+def _add_cite_command(commands: _Commands) -> None:
+    cite = commands.add_parser(
+        "cite",
+        help="CITATION.cff for a version: its persistent URL and the concept URL (first IBI!)",
+    )
+    cite.add_argument("ibi", type=ibi_argument, metavar="IBI", help="the version")
+    cite.add_argument(
+        "--cff", action="store_true", help="write or update --file instead of printing it"
+    )
+    cite.add_argument("--file", default="CITATION.cff", metavar="PATH", help="(CITATION.cff)")
+    cite.add_argument(
+        "--concept",
+        type=ibi_argument,
+        metavar="IBI",
+        help="the first version's IBI (default: the file's concept, else IBI itself)",
+    )
+    cite.add_argument("--version", help="the version's name, e.g. 1.2.0 (default: the file's)")
+    cite.add_argument("--resolver", metavar="URL", help="the resolver (IBI_RESOLVER_URL)")
+    cite.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (30)"
+    )
+    cite.set_defaults(run=cmd_cite)
+
+
 def _add_holdings_command(commands: _Commands) -> None:
     holdings = commands.add_parser(
         "holdings",
@@ -1514,6 +1743,12 @@ def _add_local_command(commands: _Commands) -> None:
         help="ports of the Archives: two, or three for a third one (8810,8820)",
     )
     local.add_argument("--resolver-port", type=_port, default=8080, help="resolver port (8080)")
+    local.add_argument(
+        "--s3-port",
+        type=_port,
+        metavar="N",
+        help="the S3 server's endpoint; it takes the 9 ports after N too (default: --port + 100)",
+    )
     local.add_argument(
         "--no-demo", action="store_true", help="do not seed demo items in a new data directory"
     )

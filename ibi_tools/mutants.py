@@ -47,8 +47,10 @@ GUARDS = "tests/unit/test_mint_record_guards.py"
 STORE_TESTS = "tests/unit/test_minting_store.py"
 HANDLER = "tests/integration/test_minting_handler.py"
 CONCURRENCY = "tests/integration/test_concurrency.py"
+AUDIT = "tests/integration/test_minting_audit.py"
 STATE_TESTS = (GUARDS, STORE_TESTS, HANDLER, CONCURRENCY)
 KEY_TESTS = (GUARDS, STORE_TESTS, HANDLER)
+RECORD_TESTS = (AUDIT, CONCURRENCY)
 
 # An attribute no item has: ``attribute_not_exists`` on it is always true.
 NOWHERE = '"no_such_attribute"'
@@ -59,6 +61,7 @@ RECORD = 'ConditionExpression="attribute_not_exists(#subsystem)",\n'
 RECORD_NAMES = 'ExpressionAttributeNames={"#subsystem": "subsystem"},\n'
 RELEASE = 'ConditionExpression="#status = :in_progress",\n'
 TAKE_OVER = '"#status = :in_progress AND #lease = :seen"'
+RESERVATION_START = '"SET #from = if_not_exists(#last, :none), #last = :new, "'
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,43 @@ MUTANTS = (
         "the record's condition removed (a repeated first date overwrites)",
         ((RECORD + "            " + RECORD_NAMES, ""),),
         STATE_TESTS,
+    ),
+    Mutant(
+        "advance/reservation/no-start",
+        "the record of reservations: the state's write no longer keeps where its reservation "
+        "starts (a killed request's dates then seem reserved from the subsystem's beginning)",
+        ((RESERVATION_START, '"SET #from = :none, #last = :new, "'),),
+        RECORD_TESTS,
+    ),
+    Mutant(
+        "advance/reservation/wrong-owner",
+        "the record of reservations: the state names the request id as who reserved its dates",
+        (('":by": {"S": write.requester}', '":by": {"S": write.request_id}'),),
+        RECORD_TESTS,
+    ),
+    Mutant(
+        "list_records/newest-first-ignored",
+        "the record newest first: ScanIndexForward=False no longer sent (oldest first always)",
+        (('            query["ScanIndexForward"] = False\n', "            pass\n"),),
+        RECORD_TESTS,
+    ),
+    Mutant(
+        "list_records/since-exclusive",
+        "the record from a date: `>= :since` turned into `>` (the record at `since` left out)",
+        (
+            (
+                'bound = (">", after) if cursor else (">=", since)',
+                'bound = (">", after) if cursor else (">", since)',
+            ),
+        ),
+        RECORD_TESTS,
+    ),
+    Mutant(
+        "record_holding/<",
+        "the record of an IBI: `first_date <= :date` turned into `<` (an IBI that begins its "
+        "record is not found, or found in the record before)",
+        (('bound=("<=", date), limit=1', 'bound=("<", date), limit=1'),),
+        RECORD_TESTS,
     ),
     Mutant(
         "claim/always-true",

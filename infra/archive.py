@@ -63,8 +63,9 @@ PUBLIC_ROUTES = ((GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
 # Public too: a receiving Archive of another institution confirms one of this Archive's signed
 # offers (functions/archive/offers.py); the HMAC of the offer, not IAM, authorizes it.
 CONFIRM_ROUTES = ((POST, "/transfers/confirm"),)
-# Public: OAI-PMH takes its arguments in a form body too (GET /oai is the catch-all's).
-OAI_ROUTES = ((POST, "/oai"),)
+# Public: OAI-PMH, in a query or a form body; routes of their own, so that harvesting has a
+# throttle of its own (ibi:throttle.oai_rate), below the one of persistent URLs.
+OAI_ROUTES = ((GET, "/oai"), (POST, "/oai"))
 # The deposit API (functions/archive/handler.py), each route IAM-authorized by name.
 DEPOSIT_ROUTES = (
     (GET, "/api/service"),
@@ -142,6 +143,8 @@ class Archive(LambdaService):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_level: str = "INFO",
         code: lambda_.Code | None = None,
+        reserved_concurrency: int | None = None,
+        public_authorizer: apigwv2.IHttpRouteAuthorizer | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.items_table = self._add_table(
@@ -195,10 +198,13 @@ class Archive(LambdaService):
                 (BUCKET_ACTIONS, [self.files_bucket.bucket_arn]),
                 (URLKEY_SECRET_ACTIONS, [self.urlkey_secret.secret_arn]),
             ],
+            reserved_concurrency=reserved_concurrency,
         )
         if registration_key_parameter:
             self._grant_parameter_read(registration_key_parameter)
-        self._add_http_api(log_retention)
+        # Behind the edge (ibi:waf) the public routes are the edge's only: its origin check.
+        self.behind_edge = public_authorizer is not None
+        self._add_http_api(log_retention, public_authorizer or apigwv2.HttpNoneAuthorizer())
         self._acknowledge_findings()
 
     def _add_urlkey_secret(self) -> secretsmanager.Secret:
@@ -250,21 +256,20 @@ class Archive(LambdaService):
         )
         return access_logs_bucket, files_bucket
 
-    def _add_http_api(self, log_retention: logs.RetentionDays) -> None:
-        """The API: the public catch-all, and every deposit route behind IAM."""
+    def _add_http_api(
+        self, log_retention: logs.RetentionDays, public: apigwv2.IHttpRouteAuthorizer
+    ) -> None:
+        """The API: the public routes (``public``: none, or behind the edge its origin check),
+        and every deposit route behind IAM."""
         integration = self._add_api(
             name="archive",
             description="IBI Archive: service protocol and pages (public), deposit API (IAM)",
             integration_id="ArchiveIntegration",
             log_retention=log_retention,
         )
-        self.public_routes = self._add_routes(
-            PUBLIC_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
-        )
-        self.confirm_routes = self._add_routes(
-            CONFIRM_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
-        )
-        self.oai_routes = self._add_routes(OAI_ROUTES, integration, apigwv2.HttpNoneAuthorizer())
+        self.public_routes = self._add_routes(PUBLIC_ROUTES, integration, public)
+        self.confirm_routes = self._add_routes(CONFIRM_ROUTES, integration, public)
+        self.oai_routes = self._add_routes(OAI_ROUTES, integration, public)
         self.deposit_routes = self._add_routes(
             (*DEPOSIT_ROUTES, *DEPOSIT_GUARD_ROUTES), integration, HttpIamAuthorizer()
         )
@@ -332,6 +337,8 @@ class Archive(LambdaService):
                 ),
             )
         )
+        if self.behind_edge:
+            return  # every public route has the edge's origin check: nothing to accept
         for route in self.public_routes:
             Validations.of(route).acknowledge(
                 Acknowledgment(
@@ -372,10 +379,11 @@ class Archive(LambdaService):
                 Acknowledgment(
                     id="AwsSolutions-APIG4",
                     reason=(
-                        "POST /oai is OAI-PMH 2.0, which harvesters call unsigned and which "
-                        "must take its arguments in a form body as well as in a GET query "
-                        "(docs/oai-pmh.md): it reads items' public metadata and writes nothing. "
-                        "The stage throttles it."
+                        "GET and POST /oai are OAI-PMH 2.0, which harvesters call unsigned, "
+                        "with the arguments in a query or a form body (docs/oai-pmh.md): they "
+                        "read items' public metadata, a bounded number of rows per request, and "
+                        "write nothing. A route throttle of their own (ibi:throttle.oai_rate) "
+                        "keeps harvesting below the persistent URLs' limit."
                     ),
                 )
             )

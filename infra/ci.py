@@ -4,9 +4,10 @@ The trust policy accepts only GitHub's OIDC tokens for ``sts.amazonaws.com`` who
 one repository and one branch (``repo:OWNER/REPO:ref:refs/heads/BRANCH``) or one environment
 (``repo:OWNER/REPO:environment:ENV``): no wildcard (``infra.config.CiConfig`` refuses one).
 Sessions last at most an hour, and each is named ``gh-…`` (``sts:RoleSessionName``; the
-workflow names it ``gh-<run id>-<attempt>``): the session name is part of the principal the
-Archive records as an item's depositor, and only that principal adds files to the item, within
-an hour of depositing it (``functions/archive/service.py``).
+workflow names it ``gh-<run id>``, which its re-run attempts share, as they share the run's
+idempotency keys): the session name is part of the principal the Archive records as an item's
+depositor, and only that principal adds files to the item, within an hour of depositing it
+(``functions/archive/service.py``).
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ SESSION_NAME_PATTERN = "gh-*"
 # The minting API's route a pipeline may call.
 CI_MINT_ROUTE = ("POST", "/mint")
 # What a pipeline needs to deposit a release artefact (``ibi deposit``, ibi/client.py): read the
-# Archive's service, create originals and copies, upload and commit files, read an item back.
-# Not PATCH, DELETE, links, transfer, verify, listing; not the operator's routes (replacing a
-# file, importing an original of another subsystem, receiving a transfer). The Archive itself
-# lets a commit add files only to items the same session deposited within the hour, and never
-# change a published file.
+# Archive's service, create originals and copies, upload and commit files, read an item back
+# (also each version of a release's edition chain, ``ibi_tools/release.py`` ``walk``), and link
+# a release as the next edition of the last version (``link_next_version``, which sends
+# ``"if_none": true``: it never replaces a next edition). Not PATCH, DELETE, unlinking,
+# transfer, verify, listing; not the operator's routes (replacing a file, importing an
+# original of another subsystem, receiving a transfer). The Archive itself lets a commit add
+# files only to items the same session deposited within the hour, and never change a
+# published file.
 CI_DEPOSIT_ROUTES = (
     ("GET", "/api/service"),
     ("POST", "/api/items"),
@@ -44,6 +48,7 @@ CI_DEPOSIT_ROUTES = (
     ("POST", "/api/item/uploads"),
     ("POST", "/api/item/files"),
     ("GET", "/api/item"),
+    ("POST", "/api/item/links"),
 )
 
 

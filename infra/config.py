@@ -50,7 +50,7 @@ CI_CONTEXT_KEY = "ibi:ci"
 CI_FIELDS = ("repository", "branch", "environment", "provider_arn")
 
 OPERATIONS_CONTEXT_KEY = "ibi:operations"
-OPERATIONS_FIELDS = ("alarm_email",)
+OPERATIONS_FIELDS = ("alarm_email", "page_email", "ticket_email")
 
 # The fields of one IBI_SUBSYSTEMS entry, as functions/minting/settings.py reads them.
 SUBSYSTEM_FIELDS = ("name", "host", "ip", "rep_port", "ibip_port", "granularity")
@@ -417,18 +417,36 @@ class CiConfig:
 
 @dataclass(frozen=True, slots=True)
 class OperationsConfig:
-    """Where alarms go (context key ``ibi:operations``): an e-mail address, or nowhere.
+    """Where alarms go (context key ``ibi:operations``): two SNS topics per stack, or nowhere.
 
-    With ``alarm_email``, each stack has an SNS topic that its alarms (and their return to OK)
-    publish to, with that address subscribed; AWS mails it a confirmation link first.
+    ``page_email`` (the on-call address) gets the alarms that mean readers are failing now
+    (the canary, 5xx rates, a resolution path too slow); ``ticket_email`` (the team's list)
+    gets the ones that can wait for working hours (errors, throttles, dead letters, a 409…).
+    ``alarm_email`` is the address of both where the other is not given. Each topic publishes
+    its alarms and their return to OK; AWS mails each address a confirmation link first.
     """
 
     alarm_email: str | None = None
+    page_email: str | None = None
+    ticket_email: str | None = None
 
     def __post_init__(self) -> None:
-        email = self.alarm_email
-        if email is not None and (not isinstance(email, str) or not EMAIL_PATTERN.fullmatch(email)):
-            raise ConfigError(f"{OPERATIONS_CONTEXT_KEY}.alarm_email: {email!r} is not an address")
+        for name in OPERATIONS_FIELDS:
+            email = getattr(self, name)
+            if email is not None and (
+                not isinstance(email, str) or not EMAIL_PATTERN.fullmatch(email)
+            ):
+                raise ConfigError(f"{OPERATIONS_CONTEXT_KEY}.{name}: {email!r} is not an address")
+
+    @property
+    def page_address(self) -> str | None:
+        """Where paging alarms go: ``page_email``, else ``alarm_email``."""
+        return self.page_email or self.alarm_email
+
+    @property
+    def ticket_address(self) -> str | None:
+        """Where ticket alarms go: ``ticket_email``, else ``alarm_email``."""
+        return self.ticket_email or self.alarm_email
 
     @classmethod
     def from_context(cls, raw: Any) -> OperationsConfig:
@@ -695,39 +713,60 @@ def deployment_config(scope: Construct) -> DeploymentConfig:
 
 
 THROTTLE_CONTEXT_KEY = "ibi:throttle"
-THROTTLE_FIELDS = ("public_rate", "public_burst", "signed_rate", "signed_burst")
+THROTTLE_FIELDS = (
+    "public_rate",
+    "public_burst",
+    "signed_rate",
+    "signed_burst",
+    "oai_rate",
+    "oai_burst",
+)
 # API Gateway's own ceiling: 10,000 requests per second and a burst of 5,000 per account and
 # region, shared by every API there. A route's limits cannot exceed them usefully.
 THROTTLE_MAX_RATE = 10_000
 THROTTLE_MAX_BURST = 5_000
 
+Limit = tuple[int, int]  # requests per second, burst
+
 
 @dataclass(frozen=True, slots=True)
 class ThrottleConfig:
-    """Each API's throttles (context ``ibi:throttle``), in requests per second and burst.
+    """The routes' throttles (context ``ibi:throttle``), in requests per second and burst.
 
-    ``public_*``: every unsigned route (persistent URLs, the service protocol, the pages) and
-    the stage's default, which covers any route added later. ``signed_*``: every IAM route
-    (the deposit API, the resolver's administration, every minting route): callers who hold
-    credentials, fewer and slower. A request over the limit gets 429 from API Gateway before
-    the Lambda runs.
+    Each route has a bucket of its own (a route setting of its API's stage). ``public_*``:
+    every unsigned route (persistent URLs, the service protocol, the pages) and the stage's
+    default, which covers any route added later. ``signed_*``: every IAM route (the deposit
+    API, the resolver's administration, every minting route) and the few unsigned ones only
+    machines call rarely (the inclusion protocol, a transfer's confirmation). ``oai_*``: the
+    Archive's OAI-PMH routes, whose requests read many rows. A request over a limit gets 429
+    from API Gateway before the Lambda runs.
     """
 
     public_rate: int = 100
     public_burst: int = 200
     signed_rate: int = 20
     signed_burst: int = 40
+    oai_rate: int = 5
+    oai_burst: int = 10
 
     def __post_init__(self) -> None:
-        for name, high in (
-            ("public_rate", THROTTLE_MAX_RATE),
-            ("public_burst", THROTTLE_MAX_BURST),
-            ("signed_rate", THROTTLE_MAX_RATE),
-            ("signed_burst", THROTTLE_MAX_BURST),
-        ):
+        for name in THROTTLE_FIELDS:
+            high = THROTTLE_MAX_BURST if name.endswith("burst") else THROTTLE_MAX_RATE
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
                 raise ConfigError(f"{THROTTLE_CONTEXT_KEY}.{name}: {value!r} is not in 1-{high}")
+
+    @property
+    def public(self) -> Limit:
+        return self.public_rate, self.public_burst
+
+    @property
+    def signed(self) -> Limit:
+        return self.signed_rate, self.signed_burst
+
+    @property
+    def oai(self) -> Limit:
+        return self.oai_rate, self.oai_burst
 
     @classmethod
     def from_context(cls, raw: Any) -> ThrottleConfig:
@@ -744,43 +783,93 @@ def throttle_config(scope: Construct) -> ThrottleConfig:
 
 
 WAF_CONTEXT_KEY = "ibi:waf"
-WAF_FIELDS = ("rate_limit", "retry_after_seconds")
+WAF_FIELDS = (
+    "rate_limit",
+    "retry_after_seconds",
+    "archive_domain_name",
+    "archive_certificate_arn",
+    "archive_rate_limit",
+    "log_retention",
+)
 # AWS WAF's bounds for a rate-based rule's limit (requests per address per evaluation window).
 WAF_LIMITS = (10, 2_000_000_000)
-WAF_REGION = "us-east-1"  # a web ACL of CloudFront scope exists only there
+WAF_REGION = "us-east-1"  # a web ACL of CloudFront scope, and a distribution's certificate
 
 
 @dataclass(frozen=True, slots=True)
 class WafConfig:
-    """The optional rate-based rule (context ``ibi:waf``): a CloudFront distribution with a web
-    ACL in front of the resolver's public routes (``infra/edge.py``). ``rate_limit``: requests
-    per client address per 5 minutes; over it, ``429`` with ``Retry-After``."""
+    """The edge (context ``ibi:waf``): a stack in us-east-1 whose CloudFront distributions,
+    with a rate-based web ACL, front the resolver's public routes and, given
+    ``archive_domain_name``, the Archive's (``infra/edge.py``). The regional stacks may be in
+    any region. ``rate_limit``: requests per client address per 5 minutes to the resolver;
+    over it, ``429`` with ``Retry-After``. ``archive_rate_limit``: the same for the Archive,
+    whose callers are resolvers, a few addresses making many requests. The Archive's
+    distribution needs a domain of its own and a certificate for it in us-east-1: the
+    Archive's links must name the distribution, never the API it fronts."""
 
     rate_limit: int = 1000
     retry_after_seconds: int = 60
+    archive_domain_name: str | None = None
+    archive_certificate_arn: str | None = None
+    archive_rate_limit: int = 20_000
+    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
 
     def __post_init__(self) -> None:
+        key = WAF_CONTEXT_KEY
         low, high = WAF_LIMITS
-        limit = self.rate_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
-            raise ConfigError(f"{WAF_CONTEXT_KEY}.rate_limit: {limit!r} is not in {low}-{high}")
+        for name in ("rate_limit", "archive_rate_limit"):
+            limit = getattr(self, name)
+            if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
+                raise ConfigError(f"{key}.{name}: {limit!r} is not in {low}-{high}")
         wait = self.retry_after_seconds
         if isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= 3600:
-            raise ConfigError(f"{WAF_CONTEXT_KEY}.retry_after_seconds: {wait!r} is not 1-3600")
+            raise ConfigError(f"{key}.retry_after_seconds: {wait!r} is not 1-3600")
+        if (self.archive_domain_name is None) != (self.archive_certificate_arn is None):
+            raise ConfigError(
+                f"{key}: give archive_domain_name and archive_certificate_arn together, or "
+                "neither (the Archive is then not behind the edge)"
+            )
+        if self.archive_domain_name is not None:
+            domain = _domain(self.archive_domain_name, f"{key}.archive_domain_name")
+            object.__setattr__(self, "archive_domain_name", domain)
+            _edge_certificate(self.archive_certificate_arn, f"{key}.archive_certificate_arn")
 
     @classmethod
     def from_context(cls, raw: Any) -> WafConfig | None:
-        """``None`` (absent, null or false): no distribution, no web ACL."""
+        """``None`` (absent, null or false): no edge stack."""
         if raw is None or raw is False or raw == "false":
             return None
         if raw is True or raw == "true":
             return cls()
         raw = _context_object(raw, WAF_CONTEXT_KEY, WAF_FIELDS)
-        return cls(**{name: raw[name] for name in WAF_FIELDS if raw.get(name) is not None})
+        return cls(
+            **_plain_values(
+                raw, [name for name in WAF_FIELDS if name != "log_retention"], WAF_CONTEXT_KEY
+            )
+        )
+
+
+def _domain(value: Any, name: str) -> str:
+    """``value`` as a lower-case DNS name, or a ConfigError naming the field."""
+    if not isinstance(value, str) or not DOMAIN_NAME_PATTERN.fullmatch(value.lower().rstrip(".")):
+        raise ConfigError(f"{name}: {value!r} is not a DNS name")
+    return value.lower().rstrip(".")
+
+
+def _edge_certificate(arn: Any, name: str) -> None:
+    """A CloudFront distribution's certificate: an ACM certificate in us-east-1."""
+    match = CERTIFICATE_ARN_PATTERN.fullmatch(arn) if isinstance(arn, str) else None
+    if match is None:
+        raise ConfigError(f"{name}: {arn!r} is not an ACM certificate ARN")
+    if match["region"] != WAF_REGION:
+        raise ConfigError(
+            f"{name}: the certificate is in {match['region']}; CloudFront takes one in "
+            f"{WAF_REGION} only (request or import it there)"
+        )
 
 
 def waf_config(scope: Construct) -> WafConfig | None:
-    """The rate-based WAF rule's settings, or ``None`` when it is off."""
+    """The edge's settings, or ``None`` when there is no edge."""
     return WafConfig.from_context(scope.node.try_get_context(WAF_CONTEXT_KEY))
 
 
@@ -789,9 +878,121 @@ SNAPSTART_CONTEXT_KEY = "ibi:snapstart"
 
 def snapstart_enabled(scope: Construct) -> bool:
     """``ibi:snapstart``: true/false (or their strings); off when unset."""
-    raw = scope.node.try_get_context(SNAPSTART_CONTEXT_KEY)
+    return _bool_context(scope, SNAPSTART_CONTEXT_KEY)
+
+
+TRACING_CONTEXT_KEY = "ibi:tracing"
+
+
+def tracing_enabled(scope: Construct) -> bool:
+    """``ibi:tracing``: X-Ray active tracing of every function (true/false); off when unset.
+
+    On, each function samples by the account's X-Ray sampling rules (by default the first
+    request each second and 5% of the rest): about 3 traces per resolution at low traffic,
+    priced in docs/scale.md. Off, the functions send no segments and need no X-Ray grant.
+    """
+    return _bool_context(scope, TRACING_CONTEXT_KEY)
+
+
+def _bool_context(scope: Construct, key: str) -> bool:
+    raw = scope.node.try_get_context(key)
     if raw is None or isinstance(raw, bool):
         return bool(raw)
     if isinstance(raw, str) and raw.lower() in {"true", "false"}:
         return raw.lower() == "true"
-    raise ConfigError(f"{SNAPSTART_CONTEXT_KEY}: {raw!r} is not true or false")
+    raise ConfigError(f"{key}: {raw!r} is not true or false")
+
+
+CONCURRENCY_CONTEXT_KEY = "ibi:concurrency"
+CONCURRENCY_FIELDS = ("minting", "archive", "resolver")
+# Lambda keeps at least 100 of an account's concurrency unreserved (10 on a new account with a
+# limit of 10, where nothing can be reserved): a reservation is at most the limit less that.
+CONCURRENCY_MAX = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyConfig:
+    """Reserved concurrency per function (context ``ibi:concurrency``), ``None``: none.
+
+    A reservation is both a floor and a ceiling: the minting and resolver functions keep
+    their share of the account's concurrency whatever an Archive does, and an Archive held up
+    by slow callers cannot take more than its own. Unset (the default), every function draws
+    on the account's unreserved pool, as a new account (concurrency limit 10) requires.
+    """
+
+    minting: int | None = None
+    archive: int | None = None
+    resolver: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in CONCURRENCY_FIELDS:
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= CONCURRENCY_MAX
+            ):
+                raise ConfigError(
+                    f"{CONCURRENCY_CONTEXT_KEY}.{name}: {value!r} is not in 1-{CONCURRENCY_MAX}"
+                )
+
+    @classmethod
+    def from_context(cls, raw: Any) -> ConcurrencyConfig:
+        if raw is None:
+            return cls()
+        raw = _context_object(raw, CONCURRENCY_CONTEXT_KEY, CONCURRENCY_FIELDS)
+        return cls(**{name: raw[name] for name in CONCURRENCY_FIELDS if raw.get(name) is not None})
+
+
+def concurrency_config(scope: Construct) -> ConcurrencyConfig:
+    """The functions' reserved concurrency from the context visible at ``scope``."""
+    return ConcurrencyConfig.from_context(scope.node.try_get_context(CONCURRENCY_CONTEXT_KEY))
+
+
+CANARY_CONTEXT_KEY = "ibi:canary"
+CANARY_FIELDS = ("ibi", "resolver_url", "every_minutes")
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryConfig:
+    """The canary (context ``ibi:canary``): every ``every_minutes`` a function of the resolver
+    stack resolves ``ibi`` at ``resolver_url`` as a reader would (the resolver's 302, then the
+    Archive's file) and publishes whether it got the file (``infra/canary.py``).
+
+    ``ibi`` is an IBI this deployment holds (deposit one first); ``resolver_url`` is where
+    readers resolve (default: the custom domain, or the API's own address when nothing fronts
+    it; behind the edge without a custom domain, the edge stack's ``EdgeUrl``, given here).
+    """
+
+    ibi: str
+    resolver_url: str | None = None
+    every_minutes: int = 5
+
+    def __post_init__(self) -> None:
+        key = CANARY_CONTEXT_KEY
+        object.__setattr__(self, "ibi", _ibi(self.ibi, f"{key}.ibi"))
+        url = self.resolver_url
+        if url is not None:
+            if not isinstance(url, str) or not re.fullmatch(
+                r"https://[A-Za-z0-9.-]+(:\d{1,5})?/?", url
+            ):
+                raise ConfigError(f"{key}.resolver_url: {url!r} is not https://host/")
+            object.__setattr__(self, "resolver_url", url.rstrip("/") + "/")
+        every = self.every_minutes
+        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= 60:
+            raise ConfigError(f"{key}.every_minutes: {every!r} is not 1-60")
+
+    @classmethod
+    def from_context(cls, raw: Any) -> CanaryConfig | None:
+        """``None`` (key absent): no canary."""
+        if raw is None:
+            return None
+        raw = _context_object(raw, CANARY_CONTEXT_KEY, CANARY_FIELDS)
+        if raw.get("ibi") is None:
+            raise ConfigError(f"{CANARY_CONTEXT_KEY}.ibi: missing (an IBI this deployment holds)")
+        return cls(**{name: raw[name] for name in CANARY_FIELDS if raw.get(name) is not None})
+
+
+def canary_config(scope: Construct) -> CanaryConfig | None:
+    """The canary's settings, or ``None`` when there is no canary."""
+    return CanaryConfig.from_context(scope.node.try_get_context(CANARY_CONTEXT_KEY))

@@ -40,6 +40,7 @@ CLAIM_PARAMETER_PATH = "/ibi/minting-prefix/"
 ROUTES = (
     (apigwv2.HttpMethod.POST, "/mint"),
     (apigwv2.HttpMethod.GET, "/mints"),
+    (apigwv2.HttpMethod.GET, "/mints/verify"),
     (apigwv2.HttpMethod.GET, "/subsystems"),
 )
 # Public: the API's OpenAPI document (docs/openapi.yaml).
@@ -65,6 +66,7 @@ class MintingService(LambdaService):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_level: str = "INFO",
         code: lambda_.Code | None = None,
+        reserved_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.state_table = self._add_table(
@@ -100,6 +102,7 @@ class MintingService(LambdaService):
             log_retention=log_retention,
             log_level=log_level,
             code=code,
+            reserved_concurrency=reserved_concurrency,
         )
         integration = self._add_api(
             name="minting",

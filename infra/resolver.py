@@ -17,7 +17,7 @@ from constructs import Construct
 from functions.resolver.queue import BATCH, MAX_RECEIVES, VISIBILITY_SECONDS
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.service import LambdaService, acknowledge_function
+from infra.service import LambdaService, acknowledge_function, tracing_environment
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -46,9 +46,13 @@ MEMORY_MB = 1024  # network-bound; more memory is more CPU for 64 concurrent req
 # registry (directory.py: the generation, then every Archive) and nothing else.
 DRAIN_HANDLER = "functions.resolver.drain.lambda_handler"
 DRAIN_REGISTRY_ACTIONS = ("dynamodb:GetItem", "dynamodb:Scan")
-# A batch of 10, one Archive after another at 3 s each at worst: 30 s, then 10 s to spare;
-# SQS requires the visibility timeout (60 s) to be at least the function's timeout.
+# A batch of 10, one Archive after another at 3 s each at worst: 30 s, then 10 s to spare.
 DRAIN_TIMEOUT = Duration.seconds(BATCH * ARCHIVE_TIMEOUT_SECONDS + 10)
+# Lambda's advice for an SQS event source: a visibility timeout of 6 times the function's
+# timeout (queue.py's VISIBILITY_SECONDS, which local mode's queue keeps too), so that a batch
+# the poller retries after a throttled invocation is not delivered twice meanwhile. A failed
+# delivery is retried after it; after MAX_RECEIVES the message is a dead letter.
+DRAIN_VISIBILITY = Duration.seconds(VISIBILITY_SECONDS)
 DRAIN_MEMORY_MB = 256  # one Archive request at a time
 DRAIN_WINDOW = Duration.seconds(1)  # wait up to 1 s to fill a batch: acknowledgments are not urgent
 
@@ -85,6 +89,8 @@ class Resolver(LambdaService):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_level: str = "INFO",
         code: lambda_.Code | None = None,
+        reserved_concurrency: int | None = None,
+        public_authorizer: apigwv2.IHttpRouteAuthorizer | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if (domain_name is None) != (certificate_arn is None):
@@ -143,9 +149,10 @@ class Resolver(LambdaService):
                 (PEPPER_ACTIONS, [self.pepper.secret_arn]),
                 (QUEUE_ACTIONS, [self.acknowledgment_queue.queue_arn]),
             ],
+            reserved_concurrency=reserved_concurrency,
         )
         self._add_drain(code, log_retention, log_level)
-        self._add_http_api(log_retention)
+        self._add_http_api(log_retention, service_ibi, public_authorizer)
         self.domain: apigwv2.DomainName | None = None
         if domain_name is not None and certificate_arn is not None:
             self.domain = self._add_domain(domain_name, certificate_arn)
@@ -165,7 +172,7 @@ class Resolver(LambdaService):
             "AcknowledgmentQueue",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            visibility_timeout=Duration.seconds(VISIBILITY_SECONDS),
+            visibility_timeout=DRAIN_VISIBILITY,
             dead_letter_queue=sqs.DeadLetterQueue(
                 max_receive_count=MAX_RECEIVES, queue=self.dead_letters
             ),
@@ -194,7 +201,7 @@ class Resolver(LambdaService):
             code=code,
             role=self.drain_role,
             log_group=self.drain_logs,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
             memory_size=DRAIN_MEMORY_MB,
             timeout=DRAIN_TIMEOUT,
             environment={
@@ -203,6 +210,7 @@ class Resolver(LambdaService):
                 "POWERTOOLS_SERVICE_NAME": "resolver",
                 "POWERTOOLS_METRICS_NAMESPACE": "ibi",
                 "LOG_LEVEL": log_level,
+                **tracing_environment(self.tracing),
             },
         )
         self.registry_table.grant(self.drain, *DRAIN_REGISTRY_ACTIONS)
@@ -218,8 +226,20 @@ class Resolver(LambdaService):
             )
         )
 
-    def _add_http_api(self, log_retention: logs.RetentionDays) -> None:
-        """The API: public routes for anyone, the administration behind IAM."""
+    def _add_http_api(
+        self,
+        log_retention: logs.RetentionDays,
+        service_ibi: str,
+        public_authorizer: apigwv2.IHttpRouteAuthorizer | None,
+    ) -> None:
+        """The API: public routes for anyone (behind the edge, for the edge only: the origin
+        check of ``public_authorizer``), the administration behind IAM.
+
+        Behind the edge the inclusion protocol keeps a route of its own at the API's address,
+        without the origin check: Archives switch on there, each counted by its own address
+        in the wrong-key counters, which behind CloudFront would count per edge location. The
+        registration key authenticates it; those counters and the stage throttle it.
+        """
         integration = self._add_api(
             name="resolver",
             description="IBI resolver: persistent URLs and pages (public), administration (IAM)",
@@ -227,8 +247,14 @@ class Resolver(LambdaService):
             log_retention=log_retention,
         )
         self.public_routes = self._add_routes(
-            PUBLIC_ROUTES, integration, apigwv2.HttpNoneAuthorizer()
+            PUBLIC_ROUTES, integration, public_authorizer or apigwv2.HttpNoneAuthorizer()
         )
+        self.protocol_routes: list[apigwv2.HttpRoute] = []
+        self.behind_edge = public_authorizer is not None
+        if public_authorizer is not None:
+            self.protocol_routes = self._add_routes(
+                ((GET, f"/{service_ibi}"),), integration, apigwv2.HttpNoneAuthorizer()
+            )
         self.admin_routes = self._add_routes(
             (*ADMIN_ROUTES, *ADMIN_GUARD_ROUTES), integration, HttpIamAuthorizer()
         )
@@ -264,7 +290,7 @@ class Resolver(LambdaService):
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         super()._acknowledge_findings()
-        acknowledge_function(self.drain_role, self.drain)  # X-Ray's "*", Python 3.13
+        acknowledge_function(self.drain_role, self.drain, tracing=self.tracing)
         Validations.of(self.pepper).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-SMG4",
@@ -275,7 +301,8 @@ class Resolver(LambdaService):
                 ),
             )
         )
-        for route in self.public_routes:
+        public = self.protocol_routes if self.behind_edge else self.public_routes
+        for route in public:
             Validations.of(route).acknowledge(
                 Acknowledgment(
                     id="AwsSolutions-APIG4",

@@ -31,7 +31,7 @@ from aws_cdk.aws_apigatewayv2_integrations import HttpLambdaIntegration
 from constructs import Construct
 
 from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.config import snapstart_enabled
+from infra.config import snapstart_enabled, tracing_enabled
 
 SNAPSTART_ENTRY = "functions.shared.snapstart"
 
@@ -39,6 +39,7 @@ SNAPSTART_ENTRY = "functions.shared.snapstart"
 ACCESS_LOG_FORMAT = json.dumps(
     {
         "requestId": "$context.requestId",
+        "apiId": "$context.apiId",
         "requestTime": "$context.requestTime",
         "routeKey": "$context.routeKey",
         "status": "$context.status",
@@ -65,18 +66,27 @@ def string_key(name: str) -> dynamodb.Attribute:
     return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
 
 
-def acknowledge_function(role: iam.IRole, function: lambda_.IFunction) -> None:
-    """The two cdk-nag findings every ibi Lambda accepts, with the reasons they are safe."""
-    Validations.of(role).acknowledge(
-        Acknowledgment(
-            id="AwsSolutions-IAM5[Resource::*]",
-            reason=(
-                "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
-                "which support no resource-level permissions: AWS documents Resource '*' "
-                "for them. Every other statement names its table, bucket, secret or log group."
-            ),
+def tracing_environment(tracing: bool) -> dict[str, str]:
+    """Powertools' tracer follows the function's tracing (``ibi:tracing``): off, it sends
+    nothing, and the function needs no X-Ray grant."""
+    return {} if tracing else {"POWERTOOLS_TRACE_DISABLED": "true"}
+
+
+def acknowledge_function(role: iam.IRole, function: lambda_.IFunction, *, tracing: bool) -> None:
+    """The cdk-nag findings every ibi Lambda accepts, with the reasons they are safe: the
+    runtime, and with X-Ray tracing on (``ibi:tracing``) its grant on ``*``."""
+    if tracing:
+        Validations.of(role).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason=(
+                    "Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, "
+                    "which support no resource-level permissions: AWS documents Resource '*' "
+                    "for them. Every other statement names its table, bucket, secret or log "
+                    "group."
+                ),
+            )
         )
-    )
     Validations.of(function).acknowledge(
         Acknowledgment(
             id="AwsSolutions-L1",
@@ -202,12 +212,15 @@ class LambdaService(Construct):
         code: lambda_.Code | None,
         requirements_of: str | None = None,
         grants: Sequence[Grant] = (),
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         """The Lambda of ``functions/<service>/`` (its asset bundled by infra/bundling.py
         unless ``code`` is given), with a log group and a role of its own.
 
         The role may use each table with the actions named with it, then each of ``grants``
         (actions on resource ARNs), then write to the log group: nothing else.
+        ``reserved_concurrency`` (``ibi:concurrency``) is the function's share of the account's
+        concurrency, its floor and its ceiling.
         """
         self.log_group = logs.LogGroup(
             self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
@@ -219,6 +232,7 @@ class LambdaService(Construct):
             description=role_description,
         )
         snapstart = snapstart_enabled(self)
+        self.tracing = tracing_enabled(self)
         self.function = lambda_.Function(
             self,
             "Function",
@@ -232,14 +246,16 @@ class LambdaService(Construct):
             code=code or function_code(service, requirements_of=requirements_of),
             role=self.role,
             log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
             memory_size=memory_size,
             timeout=timeout,
+            reserved_concurrent_executions=reserved_concurrency,
             environment={
                 **environment,
                 "POWERTOOLS_SERVICE_NAME": service,
                 "POWERTOOLS_METRICS_NAMESPACE": "ibi",
                 "LOG_LEVEL": log_level,
+                **tracing_environment(self.tracing),
             },
         )
         for table, actions in self._table_actions:
@@ -314,7 +330,7 @@ class LambdaService(Construct):
 
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
-        acknowledge_function(self.role, self.function)
+        acknowledge_function(self.role, self.function, tracing=self.tracing)
 
 
 @jsii.implements(apigwv2.IAccessLogSettings)

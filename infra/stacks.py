@@ -5,13 +5,15 @@ its own) and ``IbiResolver`` by default; ``IbiMinting`` (a minting service alone
 (context ``ibi:stacks``). ``IbiMinting`` and ``IbiArchive`` are never in one app: each keeps
 its own minting state, and two minting services for one subsystem would issue the same labels.
 Each stack has its dashboard and alarms; the CI role (``ibi:ci``) goes into the stack that
-mints, ``IbiArchive`` or ``IbiMinting``.
+mints, ``IbiArchive`` or ``IbiMinting``; the canary (``ibi:canary``) into ``IbiResolver``.
 
 A stage (``ibi:stage``) suffixes every stack id (``IbiArchive-staging``), hence every name made
 from the stack name; without one the ids are the ones above, as deployed before stages
-existed. ``ibi:region``/``ibi:account`` pin the environment, ``ibi:tags`` tag every resource,
-production stages are protected from termination; every API is throttled (``ibi:throttle``)
-and the resolver may sit behind a rate-limited CloudFront distribution (``ibi:waf``).
+existed. A stage's settings come from ``stages/<stage>.json`` (infra/guardrails.py).
+``ibi:region``/``ibi:account`` pin the environment, ``ibi:tags`` tag every resource,
+production stages are protected from termination and refuse documentation values; every
+route is throttled (``ibi:throttle``), and with ``ibi:waf`` an edge stack in us-east-1
+(``IbiEdge``, infra/edge.py) fronts the resolver, and the Archive, in their region.
 """
 
 from __future__ import annotations
@@ -19,20 +21,25 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import App, CfnOutput, Duration, Environment, Stack, Tags, Token, Validations
+from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from infra.archive import Archive, grant_mint
+from infra.canary import Canary
 from infra.ci import CiMinter
 from infra.config import (
+    CANARY_CONTEXT_KEY,
     REGION_CONTEXT_KEY,
     RESOLVER_CONTEXT_KEY,
     WAF_CONTEXT_KEY,
     WAF_REGION,
     ArchiveConfig,
+    CanaryConfig,
     CiConfig,
+    ConcurrencyConfig,
     ConfigError,
     DeploymentConfig,
     LifecycleConfig,
@@ -42,7 +49,9 @@ from infra.config import (
     ThrottleConfig,
     WafConfig,
     archive_config,
+    canary_config,
     ci_config,
+    concurrency_config,
     deployment_config,
     minting_config,
     operations_config,
@@ -51,7 +60,8 @@ from infra.config import (
     throttle_config,
     waf_config,
 )
-from infra.edge import RateLimitedEdge
+from infra.edge import EdgeStack, Front, OriginVerify
+from infra.guardrails import apply_stage_settings, check_context_keys, check_production
 from infra.minting import MintingService
 from infra.operations import Operations, Watched
 from infra.resolver import DEADLINE_SECONDS, Resolver
@@ -60,14 +70,18 @@ from infra.throttling import throttle
 MINTING_STACK_ID = "IbiMinting"
 ARCHIVE_STACK_ID = "IbiArchive"
 RESOLVER_STACK_ID = "IbiResolver"
+EDGE_STACK_ID = "IbiEdge"
 STACK_DESCRIPTIONS = {
     MINTING_STACK_ID: "IBI minting service: HTTP API (IAM auth), Lambda, DynamoDB tables",
     ARCHIVE_STACK_ID: "IBI Archive with its own minting service: HTTP APIs, Lambdas, S3",
     RESOLVER_STACK_ID: "IBI resolver: HTTP API (public URLs, IAM admin), Lambda, DynamoDB",
+    EDGE_STACK_ID: "IBI edge: CloudFront and a rate-based WAF web ACL (us-east-1)",
 }
 
 
-def _minting_service(scope: Construct, config: MintingConfig) -> MintingService:
+def _minting_service(
+    scope: Construct, config: MintingConfig, concurrency: ConcurrencyConfig
+) -> MintingService:
     return MintingService(
         scope,
         "Minting",
@@ -75,6 +89,16 @@ def _minting_service(scope: Construct, config: MintingConfig) -> MintingService:
         default_subsystem=config.default_subsystem,
         max_wait_seconds=config.max_wait_seconds,
         log_retention=config.log_retention,
+        reserved_concurrency=concurrency.minting,
+    )
+
+
+def _throttle_minting(minting: MintingService, throttles: ThrottleConfig) -> None:
+    """Every minting route is IAM-authorized: the signed limits, but the public document's."""
+    throttle(
+        minting.stage,
+        default=throttles.signed,
+        routes=[(minting.routes, throttles.signed), (minting.public_routes, throttles.public)],
     )
 
 
@@ -111,17 +135,24 @@ class MintingStack(Stack):
         ci: CiConfig | None = None,
         operations: OperationsConfig | None = None,
         throttles: ThrottleConfig | None = None,
+        concurrency: ConcurrencyConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.minting = _minting_service(self, config)
-        # Every minting route is IAM-authorized: the signed limits are the stage's.
-        throttle(self.minting.stage, throttles or ThrottleConfig(), default_signed=True)
+        self.minting = _minting_service(self, config, concurrency or ConcurrencyConfig())
+        _throttle_minting(self.minting, throttles or ThrottleConfig())
         self.operations = Operations(
             self,
             "Operations",
-            watched=[Watched("minting", self.minting.function, self.minting.api)],
-            alarm_email=(operations or OperationsConfig()).alarm_email,
+            watched=[
+                Watched(
+                    "minting",
+                    self.minting.function,
+                    self.minting.api,
+                    access_logs=self.minting.access_logs,
+                )
+            ],
+            config=operations,
         )
         self.ci = _ci_minter(self, ci, self.minting)
         _outputs(
@@ -141,7 +172,11 @@ class MintingStack(Stack):
 
 
 class ArchiveStack(Stack):
-    """An Archive and the minting service it mints its items' IBIs through."""
+    """An Archive and the minting service it mints its items' IBIs through.
+
+    With an edge that fronts the Archive (``ibi:waf.archive_domain_name``), the public routes
+    take the edge's origin check and the Archive's base URL is that domain.
+    """
 
     def __init__(
         self,
@@ -153,12 +188,22 @@ class ArchiveStack(Stack):
         ci: CiConfig | None = None,
         operations: OperationsConfig | None = None,
         throttles: ThrottleConfig | None = None,
+        concurrency: ConcurrencyConfig | None = None,
+        waf: WafConfig | None = None,
         resolver_service_ibi: str = RESOLVER_SERVICE_IBI,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         config.check_minting(minting)
-        self.minting = _minting_service(self, minting)
+        concurrency = concurrency or ConcurrencyConfig()
+        self.minting = _minting_service(self, minting, concurrency)
+        self.origin: OriginVerify | None = None
+        self.edge_domain = waf.archive_domain_name if waf is not None else None
+        base_url = config.base_url
+        if self.edge_domain is not None:
+            _check_edge_region(self)
+            base_url = _edge_base_url(config, self.edge_domain)
+            self.origin = OriginVerify(self, "OriginVerify", log_retention=config.log_retention)
         self.archive = Archive(
             self,
             "Archive",
@@ -169,13 +214,15 @@ class ArchiveStack(Stack):
             subsystem_prefixes=[
                 prefix for s in minting.subsystems for prefix in (s.rep_prefix, s.ibip_prefix)
             ],
-            base_url=config.base_url,
+            base_url=base_url,
             platform_software=config.platform_software,
             urlkey_ttl_seconds=config.urlkey_ttl_seconds,
             log_retention=config.log_retention,
             join_resolver_url=config.join_resolver_url,
             registration_key_parameter=config.registration_key_parameter,
             resolver_service_ibi=config.join_resolver_service_ibi or resolver_service_ibi,
+            reserved_concurrency=concurrency.archive,
+            public_authorizer=self.origin.authorizer if self.origin else None,
         )
         grant_mint(self.minting, self.archive.role)
         self._limit(config.lifecycle, throttles or ThrottleConfig())
@@ -183,19 +230,37 @@ class ArchiveStack(Stack):
             self,
             "Operations",
             watched=[
-                Watched("minting", self.minting.function, self.minting.api),
-                Watched("archive", self.archive.function, self.archive.api),
+                Watched(
+                    "minting",
+                    self.minting.function,
+                    self.minting.api,
+                    access_logs=self.minting.access_logs,
+                ),
+                Watched(
+                    "archive",
+                    self.archive.function,
+                    self.archive.api,
+                    access_logs=self.archive.access_logs,
+                ),
             ],
-            alarm_email=(operations or OperationsConfig()).alarm_email,
+            config=operations,
         )
         self.ci = _ci_minter(self, ci, self.minting, self.archive)
+        self._add_outputs()
+
+    def _add_outputs(self) -> None:
         _outputs(
             self,
             {
                 "ArchiveUrl": (
-                    self.archive.url,
+                    f"https://{self.edge_domain}/" if self.edge_domain else self.archive.url,
                     "Base URL of the Archive: its service protocol and pages (public), and "
                     "the endpoint of `ibi deposit` (IBI_ARCHIVE_ENDPOINT)",
+                ),
+                "ArchiveApiUrl": (
+                    self.archive.url,
+                    "The Archive API's own address: the deposit API under it (IAM/SigV4); "
+                    "behind the edge its public routes answer the edge only",
                 ),
                 "DepositApiUrl": (
                     self.archive.deposit_url,
@@ -224,14 +289,41 @@ class ArchiveStack(Stack):
         )
 
     def _limit(self, lifecycle: LifecycleConfig, throttles: ThrottleConfig) -> None:
-        """The APIs' throttles, and how long the buckets keep old versions and logs."""
-        throttle(self.minting.stage, throttles, default_signed=True)
-        throttle(self.archive.stage, throttles, signed=self.archive.deposit_routes)
+        """The routes' throttles, and how long the buckets keep old versions and logs."""
+        _throttle_minting(self.minting, throttles)
+        archive = self.archive
+        throttle(
+            archive.stage,
+            default=throttles.public,
+            routes=[
+                (archive.public_routes, throttles.public),
+                (archive.oai_routes, throttles.oai),
+                (archive.confirm_routes, throttles.signed),
+                (archive.deposit_routes, throttles.signed),
+            ],
+        )
         _lifecycle(self.archive.files_bucket, self.archive.access_logs_bucket, lifecycle)
 
 
+def _edge_base_url(config: ArchiveConfig, domain: str) -> str:
+    """Behind the edge the Archive's links name its domain there, and nothing else."""
+    base_url = f"https://{domain}"
+    if config.base_url is not None and config.base_url != base_url:
+        raise ConfigError(
+            f"ibi:archive.base_url is {config.base_url}, but the edge fronts the Archive at "
+            f"{base_url} ({WAF_CONTEXT_KEY}.archive_domain_name): leave base_url out, or give "
+            "the same"
+        )
+    return base_url
+
+
 class ResolverStack(Stack):
-    """The resolver and the outputs its users and administrators need."""
+    """The resolver and the outputs its users and administrators need.
+
+    With ``waf`` (``ibi:waf``) the resolver's public routes take the edge's origin check, and
+    its custom domain, if any, goes on the edge's distribution (a us-east-1 certificate), not
+    on the API.
+    """
 
     def __init__(
         self,
@@ -242,24 +334,39 @@ class ResolverStack(Stack):
         operations: OperationsConfig | None = None,
         throttles: ThrottleConfig | None = None,
         waf: WafConfig | None = None,
+        canary: CanaryConfig | None = None,
+        concurrency: ConcurrencyConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         config = config or ResolverConfig()
-        _check_certificate_region(self, config)
-        _check_waf_region(self, waf)
+        self.origin: OriginVerify | None = None
+        if waf is None:
+            _check_certificate_region(self, config)
+        else:
+            _check_edge_region(self)
+            _check_edge_certificate(config)
+            self.origin = OriginVerify(self, "OriginVerify", log_retention=config.log_retention)
+        on_api = waf is None and config.domain_name is not None
         self.resolver = Resolver(
             self,
             "Resolver",
             service_ibi=config.service_ibi,
             name=config.name,
-            domain_name=config.domain_name,
-            certificate_arn=config.certificate_arn,
+            domain_name=config.domain_name if on_api else None,
+            certificate_arn=config.certificate_arn if on_api else None,
             log_retention=config.log_retention,
+            reserved_concurrency=(concurrency or ConcurrencyConfig()).resolver,
+            public_authorizer=self.origin.authorizer if self.origin else None,
         )
-        throttle(
-            self.resolver.stage, throttles or ThrottleConfig(), signed=self.resolver.admin_routes
+        self._throttle(throttles or ThrottleConfig())
+        # Where readers resolve: the custom domain (on the API or the edge), else the API's
+        # own address; behind the edge without a domain, only the edge stack knows it.
+        self.public_url: str | None = (
+            f"https://{config.domain_name}/" if config.domain_name else None
         )
+        if waf is None and self.public_url is None:
+            self.public_url = self.resolver.url
         self.operations = Operations(
             self,
             "Operations",
@@ -271,17 +378,31 @@ class ResolverStack(Stack):
                     # The fan-out stops at 80% of the deadline: a p99 there means Archives
                     # that make every resolution wait for them.
                     latency=Duration.millis(DEADLINE_SECONDS * 800),
+                    latency_pages=True,
                     client_errors=True,
+                    queue=self.resolver.acknowledgment_queue,
                     dead_letters=self.resolver.dead_letters,
+                    access_logs=self.resolver.access_logs,
                 )
             ],
-            alarm_email=(operations or OperationsConfig()).alarm_email,
+            config=operations,
         )
+        self.canary = self._canary(canary, config)
+        self._add_outputs(config)
+
+    def _throttle(self, throttles: ThrottleConfig) -> None:
+        throttle(
+            self.resolver.stage,
+            default=throttles.public,
+            routes=[
+                (self.resolver.public_routes, throttles.public),
+                (self.resolver.protocol_routes, throttles.signed),
+                (self.resolver.admin_routes, throttles.signed),
+            ],
+        )
+
+    def _add_outputs(self, config: ResolverConfig) -> None:
         outputs = {
-            "ResolverUrl": (
-                self.resolver.url,
-                "Base of persistent URLs: <ResolverUrl><ibi> (the custom domain if one is set)",
-            ),
             "ResolverApiUrl": (
                 self.resolver.api_url,
                 "The API's own address: --endpoint of ibi resolver register (IAM/SigV4)",
@@ -299,44 +420,65 @@ class ResolverStack(Stack):
             "ResolverFunctionName": (self.resolver.function.function_name, "The Lambda"),
             "AcknowledgmentDeadLettersArn": (
                 self.resolver.dead_letters.queue_arn,
-                "Acknowledgments that failed 5 deliveries: --source-arn of "
+                "Acknowledgments that failed every delivery: --source-arn of "
                 "aws sqs start-message-move-task to redrive them",
             ),
         }
-        self.edge: RateLimitedEdge | None = None
-        if waf is not None:
-            self.edge = RateLimitedEdge(self, "Edge", api=self.resolver.api, config=waf)
-        _outputs(self, {**outputs, **self._entry_outputs(config)})
-
-    def _entry_outputs(self, config: ResolverConfig) -> dict[str, tuple[str, str]]:
-        """Where the public enters besides the API: the distribution, the custom domain."""
-        outputs: dict[str, tuple[str, str]] = {}
-        if self.edge is not None:
-            outputs["EdgeUrl"] = (
-                self.edge.url,
-                "The resolver behind CloudFront and its rate-based WAF rule (ibi:waf): "
-                "publish this, or point the custom domain's DNS here",
+        if self.public_url is not None:
+            outputs["ResolverUrl"] = (
+                self.public_url,
+                "Base of persistent URLs: <ResolverUrl><ibi> (the custom domain if one is set)",
             )
-        if self.resolver.domain is not None:
-            outputs["DomainTarget"] = (
+        _outputs(self, {**outputs, **self._domain_outputs(config)})
+
+    def _canary(self, config: CanaryConfig | None, resolver: ResolverConfig) -> Canary | None:
+        """The canary, resolving at its own URL or where readers resolve."""
+        if config is None:
+            return None
+        url = config.resolver_url or self.public_url
+        if url is None:
+            raise ConfigError(
+                f"{CANARY_CONTEXT_KEY}.resolver_url: behind the edge without "
+                f"{RESOLVER_CONTEXT_KEY}.domain_name, give the edge's address (the "
+                f"ResolverEdgeUrl output of {EDGE_STACK_ID})"
+            )
+        canary = Canary(self, "Canary", config=config, resolver_url=url)
+        self.operations.watch_canary(canary.function, canary.every)
+        return canary
+
+    def _domain_outputs(self, config: ResolverConfig) -> dict[str, tuple[str, str]]:
+        """Where to point the custom domain when it is on the API (the edge says its own)."""
+        if self.resolver.domain is None:
+            return {}
+        return {
+            "DomainTarget": (
                 self.resolver.domain.regional_domain_name,
                 f"Point {config.domain_name} here: a CNAME, or a Route 53 alias with "
                 "DomainHostedZoneId",
-            )
-            outputs["DomainHostedZoneId"] = (
+            ),
+            "DomainHostedZoneId": (
                 self.resolver.domain.regional_hosted_zone_id,
                 "Hosted zone of DomainTarget, for a Route 53 alias record",
-            )
-        return outputs
+            ),
+        }
 
 
-def _check_waf_region(stack: Stack, waf: WafConfig | None) -> None:
-    """A web ACL of CloudFront scope can only be made in us-east-1."""
-    if waf is not None and stack.region != WAF_REGION:
+def _check_edge_region(stack: Stack) -> None:
+    """The edge stack reads the stack's outputs in its region: it must be known."""
+    if Token.is_unresolved(stack.region):
         raise ConfigError(
-            f"{WAF_CONTEXT_KEY} needs {REGION_CONTEXT_KEY}={WAF_REGION}: a web ACL for "
-            "CloudFront exists only there (the stack's region: "
-            f"{'not pinned' if Token.is_unresolved(stack.region) else stack.region})"
+            f"{WAF_CONTEXT_KEY} needs {REGION_CONTEXT_KEY}: the edge stack in {WAF_REGION} "
+            "reads the APIs it fronts from their stacks, in a region it must know (any region)"
+        )
+
+
+def _check_edge_certificate(config: ResolverConfig) -> None:
+    """Behind the edge the custom domain is the distribution's: a us-east-1 certificate."""
+    region = config.certificate_region
+    if region is not None and region != WAF_REGION:
+        raise ConfigError(
+            f"{RESOLVER_CONTEXT_KEY}.certificate_arn: with {WAF_CONTEXT_KEY} the domain is "
+            f"CloudFront's, whose certificate must be in {WAF_REGION} (this one is in {region})"
         )
 
 
@@ -375,14 +517,26 @@ def _lifecycle(files: s3.Bucket, access_logs: s3.Bucket, config: LifecycleConfig
 def build_app(app: App) -> App:
     """Add the chosen stacks to ``app`` (context ``ibi:stacks``), and the cdk-nag checks.
 
-    Each stack's id is its base id for the stage (``ibi:stage``: ``IbiArchive-staging``), in
-    the environment of ``ibi:region``/``ibi:account`` if given, tagged, and protected from
+    First the guardrails (infra/guardrails.py): every ``ibi:`` key known, the stage's
+    committed settings applied, a production stage free of documentation values. Each stack's
+    id is its base id for the stage (``ibi:stage``: ``IbiArchive-staging``), in the
+    environment of ``ibi:region``/``ibi:account`` if given, tagged, and protected from
     termination in production (:class:`infra.config.DeploymentConfig`).
     """
+    check_context_keys(app)
+    apply_stage_settings(app)
+    check_production(app)
     chosen = stacks_config(app)
     deployment = deployment_config(app)
-    common = {"operations": operations_config(app), "throttles": throttle_config(app)}
+    waf = waf_config(app)
+    common = {
+        "operations": operations_config(app),
+        "throttles": throttle_config(app),
+        "concurrency": concurrency_config(app),
+    }
     stacks: list[Stack] = []
+    archive_stack: ArchiveStack | None = None
+    resolver_stack: ResolverStack | None = None
     if "minting" in chosen:
         options = {**common, **_stack_options(MINTING_STACK_ID, deployment)}
         stacks.append(
@@ -397,32 +551,86 @@ def build_app(app: App) -> App:
     if "archive" in chosen:
         archive, minting = archive_config(app), minting_config(app)
         options = {"ci": ci_config(app), **common, **_stack_options(ARCHIVE_STACK_ID, deployment)}
-        stacks.append(
-            ArchiveStack(
-                app,
-                deployment.stack_id(ARCHIVE_STACK_ID),
-                config=archive,
-                minting=minting,
-                resolver_service_ibi=resolver_config(app).service_ibi,
-                **options,
-            )
+        archive_stack = ArchiveStack(
+            app,
+            deployment.stack_id(ARCHIVE_STACK_ID),
+            config=archive,
+            minting=minting,
+            waf=waf,
+            resolver_service_ibi=resolver_config(app).service_ibi,
+            **options,
         )
+        stacks.append(archive_stack)
     if "resolver" in chosen:
         options = {**common, **_stack_options(RESOLVER_STACK_ID, deployment)}
-        stacks.append(
-            ResolverStack(
-                app,
-                deployment.stack_id(RESOLVER_STACK_ID),
-                config=resolver_config(app),
-                waf=waf_config(app),
-                **options,
-            )
+        resolver_stack = ResolverStack(
+            app,
+            deployment.stack_id(RESOLVER_STACK_ID),
+            config=resolver_config(app),
+            waf=waf,
+            canary=canary_config(app),
+            **options,
         )
+        stacks.append(resolver_stack)
+    elif canary_config(app) is not None:
+        raise ConfigError(f"{CANARY_CONTEXT_KEY}: the canary goes in the resolver's stack")
+    if waf is not None:
+        stacks.append(_edge(app, deployment, waf, archive_stack, resolver_stack))
     for stack in stacks:
         for key, value in deployment.all_tags.items():
             Tags.of(stack).add(key, value)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def _edge(
+    app: App,
+    deployment: DeploymentConfig,
+    waf: WafConfig,
+    archive: ArchiveStack | None,
+    resolver: ResolverStack | None,
+) -> EdgeStack:
+    """The edge stack in us-east-1, fronting what the app's stacks hold, deployed after them."""
+    fronts = []
+    if resolver is not None:
+        assert resolver.origin is not None
+        config = resolver_config(app)
+        fronts.append(
+            Front(
+                name="resolver",
+                api=resolver.resolver.api,
+                secret_name=resolver.origin.secret_name,
+                methods=cloudfront.AllowedMethods.ALLOW_GET_HEAD,
+                rate_limit=waf.rate_limit,
+                domain_name=config.domain_name,
+                certificate_arn=config.certificate_arn,
+            )
+        )
+    if archive is not None and archive.origin is not None:
+        fronts.append(
+            Front(
+                name="archive",
+                api=archive.archive.api,
+                secret_name=archive.origin.secret_name,
+                # POST /oai and POST /transfers/confirm are public too.
+                methods=cloudfront.AllowedMethods.ALLOW_ALL,
+                rate_limit=waf.archive_rate_limit,
+                domain_name=waf.archive_domain_name,
+                certificate_arn=waf.archive_certificate_arn,
+            )
+        )
+    if not fronts:
+        raise ConfigError(
+            f"{WAF_CONTEXT_KEY}: nothing to front; the edge needs the resolver in ibi:stacks, "
+            "or the Archive with archive_domain_name"
+        )
+    options = _stack_options(EDGE_STACK_ID, deployment)
+    options["env"] = Environment(account=deployment.account, region=WAF_REGION)
+    edge = EdgeStack(app, deployment.stack_id(EDGE_STACK_ID), fronts=fronts, config=waf, **options)
+    for stack in (archive, resolver):
+        if stack is not None and stack.origin is not None:
+            edge.add_stack_dependency(stack, "the edge reads the API it fronts from this stack")
+    return edge
 
 
 def _stack_options(stack_id: str, deployment: DeploymentConfig) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """Stage and route throttles of an HTTP API (context ``ibi:throttle``, infra/config.py).
 
-The ``$default`` stage's default route settings hold the public limits, so every route, one
-added later included, is throttled; each IAM-authorized route gets the signed limits as a
-route setting of its own. API Gateway answers a request over a limit with ``429`` and
-``{"message":"Too Many Requests"}`` before the Lambda runs; an HTTP API sends no
+Every route gets a route setting of its own, so each has its own token bucket: persistent
+URLs, OAI-PMH harvesting and the deposit API never share one. The ``$default`` stage's default
+route settings cover a route added later. API Gateway answers a request over a limit with
+``429`` and ``{"message":"Too Many Requests"}`` before the Lambda runs; an HTTP API sends no
 ``Retry-After`` and cannot be told to (it has no gateway responses), see docs/deploy.md.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from aws_cdk import aws_apigatewayv2 as apigwv2
 
-from infra.config import ThrottleConfig
+from infra.config import Limit
 
 
 def route_key(route: apigwv2.HttpRoute) -> str:
@@ -25,31 +25,27 @@ def route_key(route: apigwv2.HttpRoute) -> str:
 
 def throttle(
     stage: apigwv2.HttpStage,
-    config: ThrottleConfig,
     *,
-    signed: Iterable[apigwv2.HttpRoute] = (),
-    default_signed: bool = False,
+    default: Limit,
+    routes: Iterable[tuple[Iterable[apigwv2.HttpRoute], Limit]],
 ) -> None:
-    """Put ``config``'s limits on ``stage``: public by default (signed when every route of
-    the API is IAM-authorized, ``default_signed``), signed on each of ``signed``."""
+    """``default`` on ``stage`` (any route not named), and each group's limit on its routes."""
     cfn = stage.node.default_child
     assert isinstance(cfn, apigwv2.CfnStage)
-    rate, burst = (
-        (config.signed_rate, config.signed_burst)
-        if default_signed
-        else (config.public_rate, config.public_burst)
+    rate, burst = default
+    # The L1 property itself (not an override), so that checks reading it (cdk-nag's
+    # Serverless-APIGWDefaultThrottling) see it.
+    cfn.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
+        throttling_rate_limit=rate, throttling_burst_limit=burst
     )
-    cfn.add_property_override("DefaultRouteSettings.ThrottlingRateLimit", rate)
-    cfn.add_property_override("DefaultRouteSettings.ThrottlingBurstLimit", burst)
-    settings = {
-        route_key(route): {
-            "ThrottlingRateLimit": config.signed_rate,
-            "ThrottlingBurstLimit": config.signed_burst,
-        }
-        for route in signed
-    }
-    if settings and not default_signed:
-        cfn.add_property_override("RouteSettings", settings)
-        # A route setting names a route that must exist when the stage is deployed.
-        for route in signed:
+    settings = {}
+    for group, (rate, burst) in routes:
+        for route in group:
+            settings[route_key(route)] = {
+                "ThrottlingRateLimit": rate,
+                "ThrottlingBurstLimit": burst,
+            }
+            # A route setting names a route that must exist when the stage is deployed.
             stage.node.add_dependency(route)
+    if settings:
+        cfn.add_property_override("RouteSettings", settings)

@@ -10,6 +10,7 @@ from typing import Any
 from functions.minting.store import (
     IdempotencyClaim,
     MintRecord,
+    Reservation,
     StateConflict,
     StateWrite,
     StoreError,
@@ -34,6 +35,7 @@ class MemoryMintStore:
 
     def __init__(self) -> None:
         self.state: dict[str, Decimal] = {}
+        self.heads: dict[str, Reservation] = {}  # each state's latest reservation
         self.records: list[MintRecord] = []
         self.claims: dict[str, IdempotencyClaim] = {}
         self.state_writes = 0
@@ -49,7 +51,10 @@ class MemoryMintStore:
         self._maybe_fail("last_date")
         return self.state.get(subsystem)
 
-    def advance(self, write: StateWrite) -> Decimal | None:
+    def head(self, subsystem: str) -> Reservation | None:
+        return self.heads.get(subsystem)
+
+    def advance(self, write: StateWrite) -> Reservation | None:
         self._maybe_fail("advance")
         with self._lock:
             current = self.state.get(write.subsystem)
@@ -63,7 +68,11 @@ class MemoryMintStore:
                 raise StateConflict(current)
             self.state[write.subsystem] = write.new
             self.state_writes += 1
-            return current
+            replaced = self.heads.get(write.subsystem)
+            self.heads[write.subsystem] = Reservation(
+                current, write.new, write.requester, write.request_id, write.reserved_at
+            )
+            return replaced
 
     def put_record(self, record: MintRecord) -> None:
         self._maybe_fail("put_record")
@@ -71,18 +80,31 @@ class MemoryMintStore:
             self.records.append(record)
 
     def list_records(
-        self, subsystem: str, *, after: Decimal | None, limit: int
+        self,
+        subsystem: str,
+        *,
+        after: Decimal | None,
+        limit: int,
+        newest_first: bool = False,
+        since: Decimal | None = None,
+        until: Decimal | None = None,
     ) -> tuple[list[MintRecord], Decimal | None]:
+        def wanted(date: Decimal) -> bool:
+            if after is not None and (date >= after if newest_first else date <= after):
+                return False
+            return (since is None or since <= date) and (until is None or date <= until)
+
         chosen = sorted(
-            (
-                r
-                for r in self.records
-                if r.subsystem == subsystem and (after is None or r.first_date > after)
-            ),
+            (r for r in self.records if r.subsystem == subsystem and wanted(r.first_date)),
             key=lambda r: r.first_date,
+            reverse=newest_first,
         )
         page = chosen[:limit]
         return page, (page[-1].first_date if len(chosen) > limit else None)
+
+    def record_holding(self, subsystem: str, date: Decimal) -> MintRecord | None:
+        found = [r for r in self.records if r.subsystem == subsystem and date in r.dates]
+        return found[0] if found else None
 
     def claim(
         self, key_id: str, fingerprint: str, *, now: Decimal, lease_until: Decimal, expires_at: int

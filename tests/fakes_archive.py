@@ -301,6 +301,63 @@ class MemoryArchive:
     def cancel_transfer(self, ibi: str) -> Any:
         return self._step("cancel", lambda: item_to_mapping(self.service.cancel_transfer(ibi)))
 
+    def registered_item(self, ibi: str) -> Any:
+        """Its public ``GET /transfers/held`` at its registered address (step ``registered``):
+        what it really holds, unless told otherwise by step as above."""
+        return self._step("registered", lambda: self.transfer_view(ibi))
+
+    def transfer_view(self, ibi: str) -> dict[str, Any] | None:
+        from functions.archive.registered import shown, transfer_view
+
+        item = self.held(ibi)
+        return transfer_view(item) if item is not None and shown(item) else None
+
+
+class ClaimingArchive:
+    """A :class:`MemoryArchive`'s deposit API as reached at some URL, whose ``GET /api/service``
+    says it is the Archive ``service_ibi`` (true or not)."""
+
+    def __init__(self, archive: MemoryArchive, service_ibi: str) -> None:
+        self.archive = archive
+        self.service_ibi = service_ibi
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.archive, name)
+
+    def service(self) -> dict[str, Any]:
+        return {"archiveserviceibi": Forms.of(self.service_ibi).to_mapping()}
+
+
+class MemoryRegistry:
+    """The resolver's registry and each registered Archive's public transfer view, in memory
+    (``functions.archive.registered.Registry``): ``add`` an Archive (anything with a
+    ``transfer_view(ibi)``) at a base URL; ``reads`` records every read of a transfer view."""
+
+    def __init__(self) -> None:
+        self.archives: dict[str, tuple[Any, Any]] = {}
+        self.reads: list[tuple[str, str]] = []
+
+    def add(
+        self, service_ibi: str | Forms, base_url: str, archive: Any, *, included: bool = True
+    ) -> Any:
+        from functions.archive.registered import RegisteredArchive
+
+        forms = service_ibi if isinstance(service_ibi, Forms) else Forms.of(service_ibi)
+        registered = RegisteredArchive(forms, base_url, included)
+        self.archives[registered.key] = (registered, archive)
+        return registered
+
+    def find(self, service_ibi: str) -> Any:
+        wanted = Forms.of(service_ibi).key
+        return next((r for r, _ in self.archives.values() if wanted in r.service.labels), None)
+
+    def held(self, archive: Any, ibi: str) -> dict[str, Any] | None:
+        self.reads.append((archive.key, ibi))
+        registered, held_by = self.archives[archive.key]
+        assert registered == archive, "read only at the address the resolver registered"
+        view: dict[str, Any] | None = held_by.transfer_view(ibi)
+        return view
+
 
 class ArchiveNode:
     """One whole Archive in memory, as a federation sees it: its items and files, its deposit

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from functions.resolver.network import Endpoint, Outcome, Request, Result, UnsafeAddress
+from functions.resolver.network import Endpoint, Lead, Outcome, Request, Result, UnsafeAddress
 from functions.resolver.registry import Contact, PrefixTaken, RegisteredArchive
 from functions.resolver.throttle import Tally
 from ibi.core.pairlist import PairList, parse_pair_list
@@ -160,7 +160,9 @@ class ScriptedTransport:
     fake clock; 0 by default): answers arrive by delay, then in request order. ``ask_all``
     reports the Archives that answer after the first ``enough`` answer, plus ``grace`` (none
     when it also passes ``at_once``), as not needed, and gives their answers to ``late``, as
-    the real transport does.
+    the real transport does. With a ``lead``, that Archive is asked first (a round of its
+    own in ``rounds``); the others only if it answers at or after the head start (their
+    delays counted from it: a second entry in ``rounds``), else they are not asked.
     """
 
     answers: dict[str, str | Exception] = field(default_factory=dict)
@@ -192,19 +194,43 @@ class ScriptedTransport:
         grace: float = 0.0,
         at_once: Callable[[PairList], bool] | None = None,
         late: Callable[[str, PairList], None] | None = None,
+        lead: Lead | None = None,
     ) -> list[Outcome]:
-        self.rounds.append(list(requests))
+        start = dict.fromkeys(requests, 0.0)  # when each is asked, on the fake clock
+        first = requests.get(lead.key) if lead is not None else None
+        if lead is not None and first is not None:
+            self.rounds.append([lead.key])
+            others = [key for key in requests if key != lead.key]
+            if self._when(lead.key) < lead.head_start:
+                self.correlation_ids.append(first.correlation_id)
+                unusable = [
+                    Outcome.failed(k, "unusable address", 0.0)
+                    for k in others
+                    if requests[k] is None
+                ]
+                asked = [Outcome.not_asked(k) for k in others if requests[k] is not None]
+                return [*unusable, self._outcome(lead.key, first, False), *asked]
+            self.rounds.append(others)
+            start.update(dict.fromkeys(others, lead.head_start))
+        else:
+            self.rounds.append(list(requests))
         outcomes: list[Outcome] = []
         until: float | None = None  # the fake clock's time when the round ends
-        for key, request in sorted(requests.items(), key=lambda item: self._when(item[0])):
+
+        def when(key: str) -> float:
+            return start[key] + self._when(key)
+
+        for key, request in sorted(requests.items(), key=lambda item: when(item[0])):
             if request is not None:
                 self.correlation_ids.append(request.correlation_id)
-            after = until is not None and self._when(key) >= until
+            after = until is not None and when(key) >= until
             outcomes.append(self._outcome(key, request, after))
             pairs = outcomes[-1].pairs
-            if until is None and pairs is not None and enough is not None and enough(pairs):
+            if pairs is not None and lead is not None and key == lead.key and lead.settles(pairs):
+                until = when(key) if until is None else min(until, when(key))
+            elif until is None and pairs is not None and enough is not None and enough(pairs):
                 best = at_once is not None and at_once(pairs)
-                until = self._when(key) + (0.0 if best else grace)
+                until = when(key) + (0.0 if best else grace)
         for outcome in outcomes:  # not needed, yet answering: heard late, as the real one does
             answer = self.answers.get(outcome.key)
             if late is not None and outcome.result is Result.NOT_NEEDED and isinstance(answer, str):

@@ -19,13 +19,22 @@ from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
 
+from functions.archive.copies import CopyChecks
 from functions.archive.errors import ArchiveError, BadRequest, NotHeld
 from functions.archive.mapping import item_to_mapping
-from functions.archive.model import Forms, Item, StoredFile
+from functions.archive.model import Forms, Item, State, StoredFile
 from functions.archive.offers import Offer, OfferKeys, Sender, accept, confirm, make_offer
 from functions.archive.parsing import declared_files
+from functions.archive.registered import Registry, shown, transfer_view
 from functions.archive.service import UNKNOWN, ArchiveService, reason_of
-from functions.archive.transfer import Receiver, Transferred, check_item, leave_of, transfer
+from functions.archive.transfer import (
+    DepositApi,
+    Transferred,
+    at_registered_address,
+    check_item,
+    leave_of,
+    transfer,
+)
 from functions.archive.views import (
     ArchiveViews,
     file_list_page,
@@ -80,11 +89,14 @@ class Receivers:
     """How to reach a receiving Archive: ``connect(url)`` (which applies the address rules and
     may raise ``BadRequest``), and how long a transfer may take in all (the Lambda has 29 s)."""
 
-    connect: Callable[[str], Receiver]
+    connect: Callable[[str], DepositApi]
     budget_seconds: float = 26.0
     clock: Callable[[], float] = time.monotonic
     # A sending Archive reached through its public routes (offers.py), under the same rules.
     senders: Callable[[str], Sender] | None = None
+    # Where the resolver says each registered Archive is (registered.py); None: no resolver,
+    # so no original moves (transfers and offers go only to registered Archives).
+    registry: Registry | None = None
 
 
 # Whether the resolver leads readers of an IBI to an Archive other than this one (a good copy
@@ -118,6 +130,8 @@ class Verification:
     items: list[dict[str, Any]]
     problems: list[dict[str, str]]
     next: str | None
+    # Copies whose original's files could not be read (``copies.py``): ibi, reason, since.
+    unverified: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ContentService:
@@ -133,8 +147,11 @@ class ContentService:
         receivers: Receivers | None = None,
         offer_keys: OfferKeys | None = None,
         good_copy: GoodCopy | None = None,
+        copies: CopyChecks | None = None,
     ) -> None:
         self.archive = archive
+        # None: no resolver to read an original from (every new copy is unverified).
+        self.copies = copies or CopyChecks(None, archive.now)
         self.views = views
         self._files = files
         self._inline = serve_inline_bytes
@@ -277,6 +294,11 @@ class ContentService:
             "accesses": self.archive.accesses(item),
         }
 
+    def add_copy(self, body: Any, principal: str = UNKNOWN) -> Item:
+        """``POST /api/copies``: a copy whose expected files are read from its original's
+        Archive (``copies.py``), or recorded ``unverified`` when they cannot be."""
+        return self.archive.add_copy(body, principal=principal, check=self.copies.new_copy)
+
     def presign_uploads(self, label: str, body: Any) -> dict[str, Any]:
         """Presigned PUT URLs for files of an item (any size, straight to the file store)."""
         declared_list = declared_files(body, frozenset({"files"}))
@@ -353,19 +375,29 @@ class ContentService:
         return {"path": revision.path, **revision.to_mapping()["old"], "url": url}
 
     def verify(self, label: str | None, after: str | None) -> Verification:
-        """Stored files against their SHA-256; a copy against its original's files. What is
-        found is recorded: a damaged file is marked (the item is no longer offered), a file
-        found intact again (an operator restored it) is unmarked."""
+        """Stored files against their SHA-256; a copy against its original's files, read
+        again from the original's Archive while the copy is not verified (``copies.py``). What
+        is found is recorded: a damaged file is marked (the item is no longer offered), a file
+        found intact again (an operator restored it) is unmarked, a copy checked is verified."""
         files = self._store()
         if label:
             items, more = [self.archive.get(label)], None
         else:
             items, more = self.archive.list_items(after=after, limit=VERIFY_PAGE)
-        report = []
-        for item in items:
-            if item.deleted or item.pending:
-                continue
+        live = [item for item in items if not item.deleted and not item.pending]
+        rechecked = self.copies.recheck(self.archive, live)
+        report, unverified = [], []
+        for item in (rechecked.get(item.key, item) for item in live):
             entry = check_item(item, files)
+            if item.state is State.COPY:
+                check = item.original_check
+                entry["original_check"] = check.to_mapping() if check else None
+                if check is None or not check.verified:
+                    reason = (check and check.reason) or "made before copies were checked"
+                    if item.key not in rechecked:
+                        reason += " (not read again in this call: its time budget was spent)"
+                    since = check.to_mapping()["at"] if check else None
+                    unverified.append({"ibi": item.key, "reason": reason, "since": since})
             bad = {p["path"] for p in entry["problems"] if p["problem"] in {"missing", "sha256"}}
             damaged = item.damaged
             if bad or damaged:
@@ -374,7 +406,7 @@ class ContentService:
             entry["damaged"] = list(damaged)
             report.append(entry)
         problems = [p for entry in report for p in entry["problems"]]
-        return Verification(report, problems, more)
+        return Verification(report, problems, more, unverified)
 
     def transfer(self, label: str, body: Any) -> Transferred:
         """Move a transferable original to another Archive (seed 001 §3.2; see transfer.py)."""
@@ -386,7 +418,10 @@ class ContentService:
             raise BadRequest("this Archive transfers nothing")
         receivers = self._receivers
         ends = receivers.clock() + receivers.budget_seconds
-        receiver = receivers.connect(body["to"])
+        # Only to an included Archive, at the address the resolver has registered for it.
+        receiver = at_registered_address(
+            receivers.connect(body["to"]), body["to"], receivers.registry
+        )
         return transfer(
             self.archive,
             self._files,
@@ -413,15 +448,34 @@ class ContentService:
             raise BadRequest("this Archive makes no offers")
         return self._offer_keys
 
+    def _registry(self) -> Registry | None:
+        return self._receivers.registry if self._receivers is not None else None
+
     def make_offer(self, label: str, body: Any, *, sender: str) -> tuple[Offer, str]:
-        """A signed, short-lived offer of an original to another Archive (no write)."""
+        """A signed, short-lived offer of an original to a registered Archive (no write, but
+        taking back an original an expired offer released and no one took)."""
         return make_offer(
-            self.archive, self._keys(), label, body, sender=sender, base_url=self.views.base_url
+            self.archive,
+            self._keys(),
+            label,
+            body,
+            sender=sender,
+            base_url=self.views.base_url,
+            registry=self._registry(),
         )
 
     def confirm_offer(self, body: Any, *, sender: str) -> dict[str, Any]:
-        """The public confirmation of one of this Archive's offers (the original moves once)."""
-        return confirm(self.archive, self._keys(), body, sender=sender)
+        """The public confirmation of one of this Archive's offers (the original moves once,
+        once the receiver shows at its registered address that it staged the item)."""
+        return confirm(self.archive, self._keys(), body, sender=sender, registry=self._registry())
+
+    def held_for_transfer(self, label: str) -> dict[str, Any]:
+        """Public: what this Archive holds of ``label`` for a transfer (``registered.py``):
+        a staged item included, which nothing else shows. 404 when nothing (or a tombstone)."""
+        item = self.archive.get(label)
+        if not shown(item):
+            raise NotHeld(f"this Archive holds no item {label!r}")
+        return transfer_view(item)
 
     def accept_offer(self, body: Any, *, me: Forms, principal: str = UNKNOWN) -> Item:
         """Take an original another Archive offered: pull, check, stage, confirm, promote."""
@@ -429,7 +483,7 @@ class ContentService:
         if senders is None:
             raise BadRequest("this Archive accepts no offers")
         token = body.get("offer") if isinstance(body, dict) else None
-        return accept(self, senders, token, me=me, principal=principal)
+        return accept(self, senders, token, me=me, principal=principal, registry=self._registry())
 
     def stage_file(self, item_key: str, path: str, data: bytes, content_type: str) -> None:
         """Bytes pulled from a sender, at the upload key their commit checks (offers.py)."""

@@ -19,7 +19,7 @@ Large files go straight to S3 through a presigned PUT, then :meth:`S3FileStore.c
 what arrived and copies it to its published key. On AWS the URL is signed over the length, the
 content type and ``x-amz-checksum-sha256``, so S3 refuses any other length, type or body
 (``BadDigest``) and keeps the SHA-256 it verified, which the commit reads back. Emulators
-check less (s3rver none of it, moto no checksum; see ``ibi_tools/local/s3.py``): there the
+check less (moto no checksum; local mode's SeaweedFS checks them as S3 does): there the
 commit reads the object and hashes it, which is also what it does whenever no trustworthy
 checksum is stored. A copy is one request up to 5 GiB (S3's limit for CopyObject, as for PUT).
 
@@ -150,7 +150,7 @@ def _b64(digest: bytes) -> str:
 
 
 class S3FileStore:
-    """An Archive's files in one S3 bucket (or anything that speaks its API: moto, s3rver).
+    """An Archive's files in one S3 bucket (or anything that speaks its API: moto, SeaweedFS).
 
     ``trust_stored_checksum``: take the ``ChecksumSHA256`` S3 keeps as the file's SHA-256
     (S3 verified it on upload). Set it to False for a server that keeps a checksum the client

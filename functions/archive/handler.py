@@ -3,6 +3,7 @@
 Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (spec §3, §6),
 ``GET /col/<ibi>[/<path>]`` files, ``GET /list/<ibi>`` the file-list page,
 ``GET /metadata/<ibi>[?format=oai_dc]``, ``POST /transfers/confirm`` (an offer, offers.py),
+``GET /transfers/held?ibi=`` (what is held for a transfer, staged included: registered.py),
 ``GET|POST /oai`` (OAI-PMH 2.0, oai.py), ``GET /openapi.json``.
 IAM-authorized in AWS: ``/api/…`` (deposit).
 Routes parse, make one service call and answer; the logic is in ``service.py`` (items),
@@ -222,8 +223,10 @@ def create_original() -> Response[str]:
 
 @app.post("/api/copies")
 def create_copy() -> Response[str]:
-    item = site().content.archive.add_copy(body(), principal=principal())
-    logger.info("copy added", extra={"ibi": item.key, "by": item.creator})
+    item = site().content.add_copy(body(), principal=principal())
+    check = item.original_check.to_mapping() if item.original_check else {}
+    checked = {"check": check.get("status"), "reason": check.get("reason")}
+    logger.info("copy added", extra={"ibi": item.key, "by": item.creator, **checked})
     return item_json(201, item)
 
 
@@ -354,16 +357,29 @@ def confirm_offer() -> Response[str]:
     return json_response(200, answer)
 
 
+@app.get("/transfers/held")
+def held_for_transfer() -> Response[str]:
+    """Public: what this Archive holds of an IBI for a transfer, a staged one included: how a
+    sender reads it at the address the resolver registered (registered.py)."""
+    return json_response(200, site().content.held_for_transfer(item_label()))
+
+
 @app.post("/api/verify")
 def verify() -> Response[str]:
-    """Stored files against their SHA-256; a copy against the original's checksum."""
+    """Stored files against their SHA-256; a copy against its original's files (read again
+    from the original's Archive while the copy is unverified: ``copies.py``)."""
     report = site().content.verify(query("ibi"), query("after"))
     if report.problems:
         metrics.add_metric(
             name="IntegrityProblems", unit=MetricUnit.Count, value=len(report.problems)
         )
         logger.error("integrity problems", extra={"problems": report.problems})
-    answer = {"items": report.items, "problems": len(report.problems), "next": report.next}
+    answer = {
+        "items": report.items,
+        "problems": len(report.problems),
+        "unverified": report.unverified,
+        "next": report.next,
+    }
     return json_response(200, answer)
 
 

@@ -16,6 +16,7 @@ from functions.archive.model import (
     ContentType,
     Forms,
     Item,
+    OriginalCheck,
     Revision,
     State,
     StoredFile,
@@ -66,6 +67,7 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "dc": {k: list(v) for k, v in item.dc.items()},
         "original_sha256": item.original_sha256,
         "original_files": [_expected_mapping(f) for f in item.original_files],
+        "original_check": item.original_check.to_mapping() if item.original_check else None,
         "service": item.service,
         "creator": item.creator,
         "created": format_date(item.created) if item.created is not None else None,
@@ -110,6 +112,7 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         dc={k: tuple(v) for k, v in data.get("dc", {}).items()},
         original_sha256=data.get("original_sha256"),
         original_files=tuple(StoredFile(**f) for f in data.get("original_files", [])),
+        original_check=_original_check(data.get("original_check")),
         service=bool(data.get("service", False)),
         creator=data.get("creator"),
         created=Decimal(data["created"]) if data.get("created") else None,
@@ -121,6 +124,11 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         moved_at=Decimal(data["moved_at"]) if data.get("moved_at") else None,
         version=version,
     )
+
+
+def _original_check(data: dict[str, Any] | None) -> OriginalCheck | None:
+    """A copy's check (None for an original, and for a copy stored before copies were checked)."""
+    return OriginalCheck.from_mapping(data) if data else None
 
 
 def _deleted_original(data: dict[str, Any]) -> bool:

@@ -167,7 +167,8 @@ class Revision:
     published again with the bytes it was deposited with), ``imported`` (an original for an
     IBI of another subsystem, authorised by an operator), ``received`` (an original that came
     through a transfer), ``released`` (an original that left through an offer, ``reason`` naming
-    it), ``unlinked`` (a link to a related item removed, ``reason`` naming it), ``retargeted``
+    it), ``restored`` (that original back here: the offer expired and no one took it),
+    ``unlinked`` (a link to a related item removed, ``reason`` naming it), ``retargeted``
     (what the item's persistent URL serves changed: ``served_before`` and ``served_after``, each
     a file's path or the external URL, or None; ``path``, ``old`` and ``new`` the files). ``by``
     is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
@@ -238,9 +239,50 @@ REVISION_ACTIONS = (
     "imported",
     "received",
     "released",
+    "restored",
     "unlinked",
     "retargeted",
 )
+
+
+class CopyCheck(StrEnum):
+    """Whether a copy's expected files were read from its original's Archive (``copies.py``)."""
+
+    VERIFIED = "verified"  # through the resolver, from the Archive holding the original
+    UNVERIFIED = "unverified"  # they could not be read: the depositor's word, until a verify
+
+
+@dataclass(frozen=True, slots=True)
+class OriginalCheck:
+    """Where a copy's expected files (``original_files``) come from, and since when: read from
+    the original's Archive (``archive``: its service IBI), or not (``reason``: why not)."""
+
+    status: CopyCheck
+    at: Decimal
+    reason: str | None = None
+    archive: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.status is CopyCheck.VERIFIED
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "at": iso_date(self.at),
+            "date": format_date(self.at),
+            "reason": self.reason,
+            "archive": self.archive,
+        }
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> OriginalCheck:
+        return cls(
+            status=CopyCheck(data["status"]),
+            at=Decimal(data["date"]),
+            reason=data.get("reason"),
+            archive=data.get("archive"),
+        )
 
 
 def is_sha256(text: Any) -> bool:
@@ -287,6 +329,9 @@ class Item:
     # A copy's expected files: the paths, SHA-256 and sizes of its original's files, as the
     # original's Archive publishes them (``POST /api/copies`` ``original_files``).
     original_files: tuple[StoredFile, ...] = ()
+    # Whether ``original_files`` were read from the original's Archive (None: an original, or a
+    # copy made before copies were checked, on its depositor's word).
+    original_check: OriginalCheck | None = None
     service: bool = False
     # Who deposited the item, and when (None for items deposited before this was recorded).
     creator: str | None = None
@@ -342,6 +387,13 @@ class Item:
     def usable(self) -> bool:
         """Whether the item may be offered to readers: held, complete, its bytes intact."""
         return not self.deleted and not self.pending and not self.damaged
+
+    @property
+    def expects_files(self) -> bool:
+        """Whether a copy's files are bound to a list: ``original_files``, or an original read
+        from its Archive with no files (then the copy may hold none)."""
+        check = self.original_check
+        return bool(self.original_files) or (check is not None and check.verified)
 
     def expected(self, path: str) -> StoredFile | None:
         """What a copy's file at ``path`` must be: the original's file (None if not listed)."""

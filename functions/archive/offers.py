@@ -19,8 +19,11 @@ through what each Archive already shows the world, and a capability the sender s
    answered to no one, files committed and checked like any upload.
 3. **confirm** (sender, public ``POST /transfers/confirm``): the sender verifies the offer's
    HMAC, the receiver it names, the expiry, and that the item is still the original at the
-   offered version with the offered files, then demotes it (one conditional write on that
-   version, recorded in its history as ``released`` with the offer's id) and answers.
+   offered version with the offered files; then it reads the receiver **at the address the
+   resolver has registered for it** (``registered.py``) and demotes the item only if that read
+   shows it staged there with the offered files (one conditional write on that version,
+   recorded in its history as ``released`` with the offer's id) and answers. Who sends the
+   confirmation does not matter: before the receiver staged the item, it changes nothing.
 4. **promote** (receiver): on that answer, the staged item becomes the ``Original`` (one
    conditional write).
 
@@ -39,9 +42,21 @@ was lost accepts the same offer again and finishes (its staged item is kept: onl
 refusal, a 4xx, makes it forget the staged item; a network error or a 5xx leaves it, and says
 so). Once promoted, the receiver refuses the offer as a replay.
 
+Registered Archives only (issue 24). An offer names an Archive registered and included at the
+sender's resolver; the sender reads the receiver, and the receiver the sender, only at the
+address the resolver has registered for each (never at one an offer or a caller gave).
+
+Taken back. Should the receiver lose what it staged after the release (its owner cancelled it,
+or it never was honest), the original is held nowhere. Once that offer has expired and the
+receiver, read at its registered address, holds neither the original nor a staged item of the
+IBI (so it can never promote one), offering the item again first takes the original back here
+(``restored`` in its history; the old offer is dead: the item's version moved on). A copy is
+taken back; a tombstone kept no files, so an operator must import the item again.
+
 The offer is a bearer capability, like a presigned URL: whoever holds it can ask the sender to
-demote the item in favour of the named receiver. Send it over a private channel and keep it
-short-lived (:data:`DEFAULT_TTL_SECONDS`); it can move the item to no other Archive.
+demote the item in favour of the named receiver — and the sender does only once that receiver
+staged it. Send it over a private channel and keep it short-lived (:data:`DEFAULT_TTL_SECONDS`);
+it can move the item to no other Archive.
 """
 
 from __future__ import annotations
@@ -56,7 +71,8 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from decimal import Decimal
 from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
@@ -70,10 +86,13 @@ from functions.archive.errors import (
     Unprocessable,
 )
 from functions.archive.mapping import transfer_body
-from functions.archive.model import Forms, Item, State
+from functions.archive.model import Forms, Item, Revision, State
+from functions.archive.registered import NotRegistered, RegisteredArchive, Registry, included
 from functions.archive.service import UNKNOWN, ArchiveService
-from functions.archive.transfer import leave_of
+from functions.archive.transfer import NotProven, _expect, leave_of
 from functions.shared.keys import KeySource
+from ibi.client import ApiError
+from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 
 logger = Logger(service="archive", child=True)
@@ -232,8 +251,10 @@ def make_offer(
     *,
     sender: str,
     base_url: str,
+    registry: Registry | None,
 ) -> tuple[Offer, str]:
-    """An offer of ``label``'s original to the Archive whose service IBI is ``body["to"]``."""
+    """An offer of ``label``'s original to the registered, included Archive whose service IBI
+    is ``body["to"]`` (the original taken back first, if an expired offer left it nowhere)."""
     if not isinstance(body, dict) or not isinstance(body.get("to"), str):
         raise BadRequest('send {"to": "<receiving Archive service IBI>", "leave": "copy"}')
     leave, ttl = leave_of(body.get("leave", "copy")), body.get("expires_in", DEFAULT_TTL_SECONDS)
@@ -243,13 +264,14 @@ def make_offer(
         to = Forms.of(body["to"]).key
     except ValueError:
         raise BadRequest(f'"to" is not an IBI: {body["to"]!r}') from None
-    item = service.get(label)
+    if to == sender:
+        raise BadRequest("an offer is for another Archive")
+    to = included(registry, to).key  # the service IBI as the resolver registered it
+    item = take_back(service, registry, service.get(label))
     if item.state is not State.ORIGINAL or item.pending:
         raise Conflict(f"{item.key} is a {item.state.value} here: only an original moves")
     if item.service or not item.transferable:
         raise Conflict(f"{item.key} is an untransferable original")
-    if to == sender:
-        raise BadRequest("an offer is for another Archive")
     offer = Offer(
         id=secrets.token_hex(16),
         ibi=item.key,
@@ -270,18 +292,99 @@ def make_offer(
 
 
 def released_by(item: Item, offer: Offer) -> bool:
-    """Whether ``offer`` already moved ``item`` away from here (its id in the history)."""
-    mark = release_reason(offer)
-    return any(r.action == "released" and r.reason == mark for r in item.history)
+    """Whether ``offer`` moved ``item`` away from here (its id in the history), and it was not
+    taken back since."""
+    if item.state is State.ORIGINAL:
+        return False
+    marks = {release_reason(offer), f"offer {offer.id} to {offer.to}"}  # and before expiries
+    return any(r.action == "released" and r.reason in marks for r in item.history)
 
 
 def release_reason(offer: Offer) -> str:
-    return f"offer {offer.id} to {offer.to}"
+    return f"offer {offer.id} to {offer.to}, open until {offer.expires}"
 
 
-def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str) -> dict[str, Any]:
+RELEASED = re.compile(r"offer (?P<id>[0-9a-f]+) to (?P<to>[^\s,]+)(?:, open until (?P<until>\d+))?")
+
+
+def take_back(service: ArchiveService, registry: Registry | None, item: Item) -> Item:
+    """``item``, or its original back here if an offer released it and no one can take it any
+    more: the offer expired, and its receiver, read at its registered address, holds neither
+    the original nor a staged item of the IBI. Else ``item`` as it is, or a 409 saying why."""
+    last = next((r for r in reversed(item.history) if r.action in {"released", "restored"}), None)
+    if last is None or last.action != "released" or item.state is State.ORIGINAL or item.pending:
+        return item
+    found = RELEASED.fullmatch(last.reason)
+    if found is None:
+        return item
+    offer, to = found["id"], found["to"]
+    until = int(found["until"]) if found["until"] else int(last.at) + MAX_TTL_SECONDS
+    there = _held_at(registry, to, item.key)
+    if there is not None and there.get("pending") is not True and there.get("state") == "Original":
+        return item  # the transfer is done: the original is there
+    left = f"{item.key} left by offer {offer} to {to}"
+    if there is not None and there.get("pending") is True:
+        raise Conflict(
+            f"{left}, which holds it staged: its owner completes the transfer by accepting the "
+            "offer again"
+        )
+    if service.now() < until + SKEW_SECONDS:
+        raise Conflict(
+            f"{left}, open until {iso_date(Decimal(until))}: {to} may still take it (its "
+            "owner accepts that offer again); offer it again once the offer has expired"
+        )
+    if item.state is not State.COPY:
+        raise Conflict(
+            f"{left}, leaving a tombstone, and {to} does not hold it: its files are not kept "
+            "here to take back (an operator imports the item again)"
+        )
+    now = service.now()
+    restored = Revision("restored", at=now, by=UNKNOWN, reason=f"offer {offer} to {to}: not taken")
+    service.restore_original(
+        replace(
+            item,
+            state=State.ORIGINAL,
+            transferable=True,
+            original_sha256=None,
+            original_files=(),
+            moved_to=None,
+            moved_at=None,
+            history=(*item.history, restored),
+        )
+    )
+    logger.warning("original taken back", extra={"ibi": item.key, "offer": offer, "to": to})
+    return service.get(item.key)
+
+
+def _held_at(registry: Registry | None, to: str, ibi: str) -> dict[str, Any] | None:
+    """What the Archive ``to`` holds of ``ibi``, read at its registered address."""
+    if registry is None:
+        raise NotRegistered(
+            "this Archive knows no resolver (IBI_RESOLVER_URL) to read the receiver at"
+        )
+    archive = registry.find(to)
+    if archive is None:
+        raise NotRegistered(
+            f"{to} is not registered at this Archive's resolver: what it holds of {ibi} "
+            "cannot be read"
+        )
+    try:
+        return registry.held(archive, ibi)
+    except ApiError as error:
+        raise Unavailable(f"{to} cannot be read at its registered address now: {error}") from None
+
+
+def confirm(
+    service: ArchiveService,
+    keys: OfferKeys,
+    body: Any,
+    *,
+    sender: str,
+    registry: Registry | None,
+) -> dict[str, Any]:
     """The sender's public answer to a receiver: ``check`` whether the offer holds, or
-    ``confirm``: demote the original (once) and say so. Refusals raise (4xx)."""
+    ``confirm``: demote the original (once), only once the receiver, read at its registered
+    address, holds it staged with the offered files, and say so. Refusals raise (4xx)."""
     if not isinstance(body, dict) or body.get("action") not in {"check", "confirm"}:
         raise BadRequest('send {"offer": …, "receiver": <service IBI>, "action": "confirm"}')
     offer = keys.verified(body.get("offer"))
@@ -301,6 +404,7 @@ def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str)
         raise OfferRefused(f"{item.key}'s files are not the offered ones")
     if body["action"] == "check":
         return {**answer, "valid": True}
+    _staged_there(registry, offer, item)
     try:
         _, after = service.release_original(
             offer.ibi,
@@ -315,6 +419,34 @@ def confirm(service: ArchiveService, keys: OfferKeys, body: Any, *, sender: str)
             raise
     logger.info("original released", extra={"ibi": item.key, "to": offer.to, "offer": offer.id})
     return {**answer, "confirmed": True, "here": after.state.value}
+
+
+def _staged_there(registry: Registry | None, offer: Offer, item: Item) -> None:
+    """The receiver, read at the address the resolver has registered for it, holds the item
+    staged (pending) with the offered files; else nothing changes here (409, or 503 when it
+    cannot be read now: the receiver keeps what it staged and accepts again)."""
+    archive = included(registry, offer.to)
+    assert registry is not None  # included() refuses without one
+    try:
+        there = registry.held(archive, offer.ibi)
+    except ApiError as error:
+        raise Unavailable(
+            f"{offer.to} cannot be read at its registered address ({archive.base_url}) now: "
+            f"{error}; nothing changed here, confirm again"
+        ) from None
+    if there is None:
+        raise Conflict(
+            f"{offer.to}, read at its registered address ({archive.base_url}), holds nothing of "
+            f"{item.key}: nothing changed here; the receiver stages it when its owner accepts "
+            "the offer, and confirms then"
+        )
+    try:
+        _expect(there, item, pending=True, files=offer.files)
+    except NotProven as error:
+        raise Conflict(
+            f"{offer.to}, read at its registered address ({archive.base_url}), does not hold "
+            f"{item.key} staged with the offered files ({error}): nothing changed here"
+        ) from None
 
 
 def _service_forms(label: str) -> Forms | None:
@@ -351,8 +483,10 @@ def accept(
     *,
     me: Forms,
     principal: str,
+    registry: Registry | None,
 ) -> Item:
-    """Take the offered original: check, pull, verify, stage, confirm, promote (module doc)."""
+    """Take the offered original: check, pull, verify, stage, confirm, promote (module doc);
+    the sender is read only at the address the resolver has registered for it."""
     archive = staging.archive
     offer = read_offer(token)
     if offer.to not in me.labels and offer.to != me.key:
@@ -365,7 +499,7 @@ def accept(
         state = held.state.value
         article = "an" if state[0] in "AEIOU" else "a"
         raise Conflict(f"{held.key} is held here already ({article} {state}): offer used")
-    sender = connect(offer.base_url)
+    sender = connect(_registered_sender(registry, offer).base_url)
     staged = held is not None and held.pending and _files(held) == offer.files
     if not staged:
         if int(archive.now()) >= offer.expires + SKEW_SECONDS:
@@ -378,6 +512,22 @@ def accept(
         raise Unconfirmed("the sender did not confirm; the item stays staged here")
     staged_item = archive.get(offer.ibi)
     return archive.complete_transfer(offer.ibi, principal=staged_item.creator or UNKNOWN)
+
+
+def _registered_sender(registry: Registry | None, offer: Offer) -> RegisteredArchive:
+    """The offer's sender as the resolver registered it (registered; it may have been
+    excluded since), whatever base URL the offer gives (the receiver cannot verify it)."""
+    if registry is None:
+        raise NotRegistered(
+            "this Archive knows no resolver (IBI_RESOLVER_URL): it takes originals only from "
+            "Archives registered at it"
+        )
+    found = registry.find(offer.sender)
+    if found is None:
+        raise NotRegistered(
+            f"the offer's sender {offer.sender} is not registered at this Archive's resolver"
+        )
+    return found
 
 
 def _find(archive: ArchiveService, label: str) -> Item | None:

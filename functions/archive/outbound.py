@@ -50,6 +50,13 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
 
 
+class RefusedAddress(ApiError):
+    """An address the address rules refuse: never contacted (the caller's to correct)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, message)
+
+
 def _split(url: str) -> SplitResult:
     """``url``'s parts; ``ApiError`` for text no URL parser reads (``http://[::1``)."""
     try:
@@ -73,13 +80,13 @@ def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES
         split = _split(url)
         host = split.hostname
         if split.scheme not in {"http", "https"} or not host:
-            raise ApiError(0, f"{url[:200]!r} is not an http(s) URL")
+            raise RefusedAddress(f"{url[:200]!r} is not an http(s) URL")
         secure = split.scheme == "https"
         try:
             port = split.port or (443 if secure else 80)
             ip = policy.vet(host, port)
         except (UnsafeAddress, ValueError) as error:
-            raise ApiError(0, f"will not contact {where or host}: {error}") from None
+            raise RefusedAddress(f"will not contact {where or host}: {error}") from None
         connection = (_PinnedHTTPS if secure else _PinnedHTTP)(host, port, ip, timeout)
         target = (split.path or "/") + (f"?{split.query}" if split.query else "")
         try:
@@ -143,35 +150,46 @@ class PublicArchive:
 
 
 HOLDINGS_TIMEOUT = 6.0  # seconds: the resolver's fan-out ends within its own deadline
+# A holdings view with each holder's file list (128 KiB of pairs each, more as JSON).
+MAX_HOLDINGS_BYTES = 4 * 1024 * 1024
 
 
 class ResolverHoldings:
     """What the resolver says of an IBI's holders (its public ``GET /holdings/<ibi>``, JSON):
-    whether it leads readers to a good copy in an Archive other than this one. Asked only for
-    the first reader of a file found damaged here; any failure reads as "no good copy"."""
+    whether it leads readers to a good copy in an Archive other than this one (asked only for
+    the first reader of a file found damaged here; any failure reads as "no good copy"), and
+    the whole view, from which a copy's original files are read (``copies.py``)."""
 
     def __init__(self, resolver_url: str, base_url: str, policy: AddressPolicy) -> None:
         self._resolver = resolver_url.rstrip("/")
         self._here = base_url.rstrip("/") + "/"
         self._policy = policy
 
+    def view(self, label: str, *, timeout: float = HOLDINGS_TIMEOUT) -> dict[str, Any]:
+        """The resolver's holdings view of ``label``; ``ApiError`` when there is none to read
+        (no answer, not a 200, not a JSON object with ``archives``)."""
+        send = vetted_transport(self._policy, max_bytes=MAX_HOLDINGS_BYTES)
+        url = f"{self._resolver}/holdings/{quote(label, safe='/')}"
+        accept = {"Accept": "application/json"}
+        answer = send("GET", url, headers=accept, timeout=timeout, where="the resolver")
+        if answer.status != 200:
+            raise ApiError(answer.status, f"the resolver answered {answer.status} to {url}")
+        try:
+            view = json.loads(answer.content)
+        except ValueError:
+            view = None
+        if not isinstance(view, dict) or not isinstance(view.get("archives"), list):
+            raise ApiError(answer.status, f"the resolver answered no holdings view at {url}")
+        return view
+
     def elsewhere(self, label: str) -> bool:
         """Whether an Archive other than this one offers ``label`` (a holder with a ``url``:
         one with damaged files offers none)."""
-        send = vetted_transport(self._policy)
-        url = f"{self._resolver}/holdings/{quote(label, safe='/')}"
         try:
-            answer = send(
-                "GET",
-                url,
-                headers={"Accept": "application/json"},
-                timeout=HOLDINGS_TIMEOUT,
-                where="the resolver",
-            )
-            holders = json.loads(answer.content).get("archives") if answer.status == 200 else []
-        except (ApiError, ValueError, AttributeError):
+            holders = self.view(label)["archives"]
+        except ApiError:
             return False
-        return isinstance(holders, list) and any(
+        return any(
             isinstance(holder, dict)
             and isinstance(holder.get("url"), str)
             and not holder["url"].startswith(self._here)

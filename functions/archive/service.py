@@ -42,6 +42,7 @@ from functions.archive.model import (
     ContentType,
     Forms,
     Item,
+    OriginalCheck,
     Revision,
     State,
     StoredFile,
@@ -79,6 +80,12 @@ __all__ = [
 
 Clock = Callable[[], Decimal]
 Minter = Callable[[str | None, str | None], Forms]  # (subsystem, idempotency key) -> IBI
+# A new copy checked against its original (``copies.py``): (IBI, the depositor's
+# ``original_files``, ``original_sha256``) -> the expected files and main checksum, and the check.
+CheckCopy = Callable[
+    [Forms, tuple[StoredFile, ...], str | None],
+    tuple[tuple[StoredFile, ...], str | None, OriginalCheck],
+]
 UNAVAILABLE = "the Archive's store is unavailable; retry shortly"
 # How long after a deposit its depositor may add files to it: the CI role's longest session
 # (infra/ci.py MAX_SESSION), so a pipeline run completes its own items and no later one can.
@@ -107,6 +114,12 @@ class NotCreator(ArchiveError):
     """Files added to an item by someone else than its depositor, or too late."""
 
     status = 403
+
+
+class NextEditionExists(ArchiveError):
+    """A conditional next-edition link (``"if_none": true``) to an item that has another one."""
+
+    status = 409
 
 
 class FileExists(ArchiveError):
@@ -241,6 +254,8 @@ class ArchiveService:
                 raise BadRequest('this Archive mints nothing: give the item\'s "ibi"')
             deposit_key = f"deposit:{idempotency_key}" if idempotency_key else None
             forms = self._mint(data.get("subsystem"), deposit_key)
+            if data.get("subsystem") and self.own_prefixes:
+                self._check_own(forms)  # another Archive's subsystem: its IBI, not ours
         item = self._build(forms, State.ORIGINAL, data, principal)
         if idempotency_key is not None:
             existing = self.items.get(forms.key)
@@ -279,13 +294,17 @@ class ArchiveService:
         self._create(item)
         return item
 
-    def add_copy(self, body: Any, *, principal: str = UNKNOWN) -> Item:
+    def add_copy(
+        self, body: Any, *, principal: str = UNKNOWN, check: CheckCopy | None = None
+    ) -> Item:
         """A copy of an item held elsewhere, with what its files must be.
 
         ``original_files`` (``[{"path", "sha256", "size"}]``, as the original's Archive
         publishes them) are the copy's expected files: each file committed to the copy must be
         one of them, byte for byte (:class:`DiffersFromOriginal`), and ``verify`` compares the
         copy with them. ``original_sha256`` (older clients) is the expected main file's.
+        ``check`` (``copies.py``) reads them from the original's Archive instead, the
+        depositor's only as a cross-check, and says whether it could.
         """
         allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | COPY_FIELDS
         data = fields_of(body, allowed, "a copy")
@@ -300,14 +319,43 @@ class ArchiveService:
                 )
             original_sha256 = original_sha256.lower()
         expected = _original_files(data.get("original_files"))
+        checked = None
+        if check is not None:
+            expected, original_sha256, checked = check(forms, expected, original_sha256)
         if original_sha256 is None and len(expected) == 1:
             original_sha256 = expected[0].sha256
         item = self._build(forms, State.COPY, data, principal)
         item = replace(
-            item, transferable=False, original_sha256=original_sha256, original_files=expected
+            item,
+            transferable=False,
+            original_sha256=original_sha256,
+            original_files=expected,
+            original_check=checked,
         )
         self._create(item)
         return item
+
+    def record_original_check(
+        self,
+        label: str,
+        checked: OriginalCheck,
+        *,
+        expected: tuple[StoredFile, ...] | None = None,
+        original_sha256: str | None = None,
+    ) -> Item:
+        """Persist a later check of a copy against its original (``copies.py``): when it was
+        verified, its expected files become those read from the original's Archive. The item's
+        timestamp does not move: what it publishes did not change."""
+
+        def change(item: Item) -> Item:
+            if item.state is not State.COPY:
+                return item
+            changes: dict[str, Any] = {"original_check": checked}
+            if expected is not None:
+                changes.update(original_files=expected, original_sha256=original_sha256)
+            return replace(item, **changes, version=item.version + 1)
+
+        return self._modify(label, change)
 
     def _build(
         self, forms: Forms, state: State, data: dict[str, Any], principal: str = UNKNOWN
@@ -416,7 +464,18 @@ class ArchiveService:
         self._modify(label, change)
 
     def link(self, label: str, body: Any) -> Item:
-        data = fields_of(body, {"next_edition", "translation", "metadata"}, "a link")
+        """Link one related item (``POST /api/item/links``).
+
+        ``{"next_edition": …}`` replaces a next edition the item has; with ``"if_none": true``
+        it is a conditional write that only adds one: the same link again is a no-op, another
+        next edition already there is :class:`NextEditionExists` (a release chain never forks).
+        """
+        data = dict(
+            fields_of(body, {"next_edition", "translation", "metadata", "if_none"}, "a link")
+        )
+        if_none = data.pop("if_none", False)
+        if not isinstance(if_none, bool) or (if_none and "next_edition" not in data):
+            raise BadRequest('"if_none" is true or false, and goes with "next_edition" only')
         if len(data) != 1:
             raise BadRequest(
                 'link one thing at a time: "next_edition", "translation" or "metadata"'
@@ -426,7 +485,15 @@ class ArchiveService:
             if "next_edition" in data:
                 forms = forms_of(data["next_edition"])
                 if forms.key == item.key:
-                    raise BadRequest("an item cannot be its own next edition")
+                    raise Unprocessable("an item cannot be its own next edition")
+                if if_none and item.next_edition is not None:
+                    if set(item.next_edition.labels) & set(forms.labels):
+                        return item  # the same link again (a retried release)
+                    raise NextEditionExists(
+                        f"{item.key} has a next edition already, {item.next_edition.key}: "
+                        "link after the last edition (follow next_edition from it), or send "
+                        'without "if_none" to replace it'
+                    )
                 return item.changed(self._clock(), next_edition=forms)
             if "translation" in data:
                 link = data["translation"]
@@ -876,7 +943,7 @@ def _original_files(value: Any) -> tuple[StoredFile, ...]:
 def _check_against_original(item: Item, new: tuple[StoredFile, ...], default: str | None) -> None:
     """A copy's files are its original's: each at a path the original has, with its bytes."""
     for stored in new:
-        if not item.original_files:
+        if not item.expects_files:
             break
         expected = item.expected(stored.path)
         if expected is None:

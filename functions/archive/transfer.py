@@ -30,6 +30,15 @@ time left can hold step 5's calls and a restore (:data:`CRITICAL_SECONDS`). Shou
 stop between steps 4 and 5 all the same, transferring the item again finds it pending there,
 with the files released here, and completes step 5.
 
+The receiver is an Archive registered and included at this Archive's resolver, and ``to`` must
+be the address the resolver has registered for it (:func:`at_registered_address`,
+``registered.py``). Besides its deposit API, the receiver is read through that registered
+address (``registered_item``: its public ``GET /transfers/held``): step 3 needs that read to
+show the item pending with our files, and after step 5 the transfer counts as done only once it
+shows the receiver's ``Original`` with our files — whatever the deposit API answered. A
+receiver that fakes the promotion (answers ``Original`` but holds it pending, or not at all)
+is cancelled and the original is put back here (issue 24).
+
 The receiver is reached through a port (``Receiver``): the deposit API client, over a
 transport that applies the address rules of ``functions.shared.addresses``.
 """
@@ -43,9 +52,11 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
 
-from functions.archive.errors import BadRequest, Conflict
+from functions.archive.errors import BadRequest, Conflict, Unprocessable
 from functions.archive.mapping import transfer_body
 from functions.archive.model import Forms, Item, State
+from functions.archive.outbound import RefusedAddress
+from functions.archive.registered import RegisteredArchive, Registry, included, origin
 from functions.archive.service import ArchiveService
 
 logger = Logger(service="archive", child=True)
@@ -59,6 +70,20 @@ Expected = dict[str, tuple[str, int]]  # path -> (sha256, size)
 
 class Receiver(Protocol):
     """A receiving Archive's deposit API (``ibi.client.ArchiveClient``)."""
+
+    def receive_transfer(self, body: dict[str, Any]) -> Any: ...
+    def upload_files(
+        self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
+    ) -> Any: ...
+    def item(self, ibi: str) -> Any: ...
+    def complete_transfer(self, ibi: str) -> Any: ...
+    def cancel_transfer(self, ibi: str) -> Any: ...
+    def service(self) -> Any: ...
+    def registered_item(self, ibi: str) -> Any: ...  # read at its registered address
+
+
+class DepositApi(Protocol):
+    """A receiving Archive's deposit API as reached at ``to`` (``ibi.client.ArchiveClient``)."""
 
     def receive_transfer(self, body: dict[str, Any]) -> Any: ...
     def upload_files(
@@ -126,6 +151,8 @@ def transfer(
         if contents:
             receiver.upload_files(item.key, contents, default_file=item.default_file)
         _expect(receiver.item(item.key), item, pending=True, files=expected)
+        # The same, read where the resolver says the receiver is: never released on its word.
+        _expect(receiver.registered_item(item.key), item, pending=True, files=expected)
         if remaining() < CRITICAL_SECONDS:
             raise NotProven(f"too little time left ({remaining():.0f} s) to complete safely")
         before, after = service.release_original(
@@ -148,6 +175,67 @@ def transfer(
             refused=True,
         )
     return Transferred(here=after, there=there)
+
+
+class RegisteredReceiver:
+    """A receiver's deposit API at ``to``, ``to`` being the address the resolver has
+    registered for ``archive``; its ``service()`` is the service IBI the resolver registered,
+    and ``registered_item`` reads its public transfer view there (``registered.py``)."""
+
+    def __init__(self, api: DepositApi, archive: RegisteredArchive, registry: Registry) -> None:
+        self._api = api
+        self.archive = archive
+        self._registry = registry
+
+    def receive_transfer(self, body: dict[str, Any]) -> Any:
+        return self._api.receive_transfer(body)
+
+    def upload_files(
+        self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
+    ) -> Any:
+        return self._api.upload_files(ibi, files, default_file=default_file)
+
+    def item(self, ibi: str) -> Any:
+        return self._api.item(ibi)
+
+    def complete_transfer(self, ibi: str) -> Any:
+        return self._api.complete_transfer(ibi)
+
+    def cancel_transfer(self, ibi: str) -> Any:
+        return self._api.cancel_transfer(ibi)
+
+    def service(self) -> Any:
+        return {"archiveserviceibi": self.archive.service.to_mapping()}
+
+    def registered_item(self, ibi: str) -> Any:
+        return self._registry.held(self.archive, ibi)
+
+
+def at_registered_address(api: DepositApi, to: str, registry: Registry | None) -> Receiver:
+    """The receiver at ``to``, once the resolver shows that an included Archive is registered
+    there: the service IBI it claims must be registered and included (else 409), and ``to``
+    must be the address the resolver has for it (else 400, naming that address)."""
+    try:
+        claimed = Forms.from_mapping(api.service()["archiveserviceibi"])
+    except RefusedAddress as refused:
+        raise Unprocessable(
+            f'"to" ({to[:200]}) is an address this Archive will not contact ({refused}): give '
+            "the receiving Archive's registered address (GET <resolver>/archives/<its IBI>)"
+        ) from None
+    except Exception as error:
+        raise TransferFailed(
+            f"the receiving Archive at {to} does not say which Archive it is ({error}); "
+            "nothing moved, the original is here",
+            refused=True,
+        ) from None
+    archive = included(registry, claimed.key)
+    assert registry is not None  # included() refuses without one
+    if origin(to) != origin(archive.base_url):
+        raise BadRequest(
+            f'"to" ({to}) is not where the resolver has registered the Archive {archive.key}: '
+            f"give its registered address, {archive.base_url}"
+        )
+    return RegisteredReceiver(api, archive, registry)
 
 
 def _service_of(receiver: Receiver) -> Forms | None:
@@ -179,8 +267,9 @@ def _resume(receiver: Receiver, item: Item) -> dict[str, Any] | None:
     the receiver holds the item pending, with the files we released; promote it there."""
     try:
         files = None if item.deleted else {f.path: (f.sha256, f.size) for f in item.files}
-        _expect(receiver.item(item.key), item, pending=True, files=files)
-        answer = _expect(receiver.complete_transfer(item.key), item, pending=False, files=files)
+        _expect(receiver.registered_item(item.key), item, pending=True, files=files)
+        _expect(receiver.complete_transfer(item.key), item, pending=False, files=files)
+        answer = _expect(receiver.registered_item(item.key), item, pending=False, files=files)
     except Exception as error:
         logger.info("no transfer to resume", extra={"ibi": item.key, "reason": str(error)[:300]})
         return None
@@ -189,12 +278,13 @@ def _resume(receiver: Receiver, item: Item) -> dict[str, Any] | None:
 
 
 def _promote(receiver: Receiver, item: Item, expected: Expected) -> dict[str, Any] | None:
-    """The receiver's item once it holds the original with our files; None when it does not."""
+    """The receiver's item once it holds the original with our files, as read at its registered
+    address (whatever the promotion answered); None when it does not."""
     try:
-        return _expect(receiver.complete_transfer(item.key), item, pending=False, files=expected)
+        _expect(receiver.complete_transfer(item.key), item, pending=False, files=expected)
     except Exception as error:
         logger.warning("promotion failed", extra={"ibi": item.key, "reason": str(error)[:300]})
-    held = _holds(receiver, item, expected)  # the promotion may be done, its answer lost
+    held = _holds(receiver, item, expected)  # done, its answer lost; or faked: not done
     if held is not None:
         return held
     # The promotion and the cancellation are both conditional writes there: one of them wins.
@@ -203,9 +293,10 @@ def _promote(receiver: Receiver, item: Item, expected: Expected) -> dict[str, An
 
 
 def _holds(receiver: Receiver, item: Item, expected: Expected) -> dict[str, Any] | None:
-    """The receiver's item if it holds the original with our files, else None."""
+    """The receiver's item if it holds the original with our files, read at its registered
+    address; else None."""
     try:
-        return _expect(receiver.item(item.key), item, pending=False, files=expected)
+        return _expect(receiver.registered_item(item.key), item, pending=False, files=expected)
     except Exception as error:
         logger.warning("receiver not holding", extra={"ibi": item.key, "reason": str(error)[:300]})
         return None
@@ -295,11 +386,12 @@ def _original_basis(item: Item) -> str:
 
 def compare_with_original(item: Item) -> list[dict[str, str]]:
     """Where a copy disagrees with its original's files (paths, SHA-256, sizes) as recorded
-    when it was made: a file missing here, one the original has not, other bytes."""
+    (read from the original's Archive when the copy was made, or by a later verify:
+    ``copies.py``): a file missing here, one the original has not, other bytes."""
     if item.state is not State.COPY:
         return []
     problems: list[dict[str, str]] = []
-    if item.original_files:
+    if item.expects_files:
         for expected in item.original_files:
             held = item.file(expected.path)
             if held is None:

@@ -13,6 +13,7 @@ a protocol request (the resolver's confirmation call) never starts a join.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from functions.archive.content import ContentService, FileStore, GoodCopy, Receivers
+from functions.archive.copies import CopyChecks
 from functions.archive.errors import BadRequest, Unavailable
 from functions.archive.model import Forms
 from functions.archive.offers import OfferKeys, Sender
@@ -30,7 +32,7 @@ from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.service import ArchiveService, Minter
 from functions.archive.settings import ArchiveSettings
 from functions.archive.store import DynamoItemStore
-from functions.archive.transfer import Receiver
+from functions.archive.transfer import DepositApi
 from functions.archive.urlkeys import UrlKeys
 from functions.archive.views import ArchiveViews
 from functions.shared.edge import clock as system_clock
@@ -102,6 +104,7 @@ class Runtime:
             receivers=self.receivers or receivers(),
             offer_keys=self.offer_keys or OfferKeys(RandomKeys()),
             good_copy=good_copies(resolver, base, self.settings.allow_networks),
+            copies=copy_checks(self.service, resolver, base, self.settings.allow_networks),
         )
         protocol = ProtocolService(
             self.store,
@@ -163,7 +166,7 @@ def switch_on(settings: ArchiveSettings, registration_key: Callable[[], str]) ->
                 timeout=10,
             )
             logger.info("switched on at the resolver", extra={"answer": " ".join(answer.split())})
-        except (ApiError, OSError) as error:
+        except (ApiError, OSError, RegistrationKeyUnavailable) as error:
             logger.warning(
                 "could not switch on at the resolver", extra={"reason": str(error)[:200]}
             )
@@ -171,17 +174,21 @@ def switch_on(settings: ArchiveSettings, registration_key: Callable[[], str]) ->
     return join
 
 
-def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
+def receivers(allow_networks: tuple[str, ...] = (), resolver_url: str | None = None) -> Receivers:
     """Receiving Archives over the deposit API, reached only at public addresses (or those of
-    ``allow_networks``), each call with a short timeout and no retry (transfer.py)."""
+    ``allow_networks``), each call with a short timeout and no retry (transfer.py); where
+    ``resolver_url``'s registry says each registered Archive is (registered.py: without a
+    resolver, no original moves)."""
     from functions.archive.outbound import vetted_transport
+    from functions.archive.registered import ResolverRegistry
     from functions.archive.transfer import RECEIVER_TIMEOUT
     from functions.shared.addresses import AddressPolicy
 
     policy = AddressPolicy(allow_networks)
     transport = vetted_transport(policy)
+    registry = ResolverRegistry(resolver_url, policy) if resolver_url else None
 
-    def connect(to: str) -> Receiver:
+    def connect(to: str) -> DepositApi:
         from ibi.client import ApiError, ArchiveClient
 
         try:
@@ -198,7 +205,7 @@ def receivers(allow_networks: tuple[str, ...] = ()) -> Receivers:
         except ApiError as error:
             raise BadRequest(f"the offer's sender: {error.message}") from None
 
-    return Receivers(connect=connect, senders=sender)
+    return Receivers(connect=connect, senders=sender, registry=registry)
 
 
 def good_copies(
@@ -214,6 +221,25 @@ def good_copies(
     return ResolverHoldings(resolver_url, base_url, AddressPolicy(allow_networks)).elsewhere
 
 
+def copy_checks(
+    archive: ArchiveService,
+    resolver_url: str | None,
+    base_url: str,
+    allow_networks: tuple[str, ...] = (),
+) -> CopyChecks:
+    """Copies checked against their originals, as the resolver this Archive joins shows them
+    (its holdings view, under the transfers' address rules); no resolver: all unverified."""
+    if not resolver_url:
+        return CopyChecks(None, archive.now)
+    from functions.archive.copies import CHECK_TIMEOUT, through_resolver
+    from functions.archive.outbound import ResolverHoldings
+    from functions.shared.addresses import AddressPolicy
+
+    holdings = ResolverHoldings(resolver_url, base_url, AddressPolicy(allow_networks))
+    originals = through_resolver(functools.partial(holdings.view, timeout=CHECK_TIMEOUT))
+    return CopyChecks(originals, archive.now)
+
+
 def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeySource:
     """Where the urlkeys' HMAC keys come from: the secret, else the file, else this process."""
     if settings.urlkey_secret_arn:
@@ -225,11 +251,23 @@ def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeyS
     return RandomKeys()
 
 
+class RegistrationKeyUnavailable(RuntimeError):
+    """The registration key's parameter could not be read: missing, not allowed, its KMS key
+    not usable by the role. The Archive keeps serving; it is not switched on."""
+
+
 def parameter_reader(ssm: Any, name: str) -> Callable[[], str]:
     """Read SecureString ``name`` (the registration key) when it is needed."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
     def read() -> str:
-        answer = ssm.get_parameter(Name=name, WithDecryption=True)
+        try:
+            answer = ssm.get_parameter(Name=name, WithDecryption=True)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "ClientError")
+            raise RegistrationKeyUnavailable(f"SSM parameter {name}: {code}") from error
+        except BotoCoreError as error:
+            raise RegistrationKeyUnavailable(f"SSM parameter {name}: {error}") from error
         return str(answer["Parameter"]["Value"]).strip()
 
     return read
@@ -272,7 +310,9 @@ def build(
         clock=clock,
         files=files,
         join=switch_on(settings, registration_key) if joining and registration_key else None,
-        receivers=receivers(settings.allow_networks),
+        receivers=receivers(
+            settings.allow_networks, settings.join_resolver_url or settings.resolver_url
+        ),
         # Read when the first urlkey is issued or checked, once per execution environment.
         urlkeys=UrlKeys(keys),
         offer_keys=OfferKeys(keys),

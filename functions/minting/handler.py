@@ -1,5 +1,5 @@
-"""The minting Lambda: ``POST /mint``, ``GET /mints``, ``GET /subsystems`` (HTTP API, v2 events),
-and ``GET /openapi.json`` (its OpenAPI document, public).
+"""The minting Lambda: ``POST /mint``, ``GET /mints``, ``GET /mints/verify``, ``GET /subsystems``
+(HTTP API, v2 events), and ``GET /openapi.json`` (its OpenAPI document, public).
 
 Routes parse, make one service call and answer; the runtime comes from :mod:`wiring`.
 """
@@ -15,7 +15,14 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.minting import wiring
-from functions.minting.service import InvalidMintRequest, MintingError, MintRequest, record_answer
+from functions.minting.service import (
+    InvalidMintRequest,
+    MintingError,
+    MintRequest,
+    parse_when,
+    record_answer,
+    verification_answer,
+)
 from functions.shared import edge, openapi
 from functions.shared.edge import error_response, json_response
 from ibi.core.dates import format_date, parse_date
@@ -28,6 +35,7 @@ app = APIGatewayHttpResolver()
 ROUTES = {
     "/mint": ("POST",),
     "/mints": ("GET",),
+    "/mints/verify": ("GET",),
     "/subsystems": ("GET",),
     "/openapi.json": ("GET",),
 }
@@ -63,14 +71,42 @@ def mint() -> Response[str]:
     return json_response(200, result.answer)
 
 
+LIST_QUERY = ("subsystem", "after", "limit", "order", "since", "until", "ibi")
+ORDERS = ("asc", "desc")
+
+
 @app.get("/mints")
 def list_mints() -> Response[str]:
     event = app.current_event
+    query = _query(LIST_QUERY)
+    service = wiring.runtime().service
+    order = query.get("order", "asc")
+    if order not in ORDERS:
+        raise InvalidMintRequest(
+            f"order must be asc (oldest first) or desc (newest first), not {order!r}"
+        )
     limit = edge.query_int(
         event, "limit", default=20, low=1, high=MAX_LIST_LIMIT, error=InvalidMintRequest
     )
-    records, more = wiring.runtime().service.records(
-        event.get_query_string_value("subsystem"), after=_after(), limit=limit
+    since, until = (parse_when(query[n], n) if n in query else None for n in ("since", "until"))
+    after = _after()
+    if "ibi" in query:  # the record that issued it, if it is in the page asked for too
+        found = service.records_of(
+            query["ibi"],
+            subsystem=query.get("subsystem"),
+            after=after,
+            newest_first=order == "desc",
+            since=since,
+            until=until,
+        )
+        return json_response(200, {"records": [record_answer(r) for r in found], "next": None})
+    records, more = service.records(
+        query.get("subsystem"),
+        after=after,
+        limit=limit,
+        newest_first=order == "desc",
+        since=since,
+        until=until,
     )
     return json_response(
         200,
@@ -79,6 +115,29 @@ def list_mints() -> Response[str]:
             "next": format_date(more) if more is not None else None,
         },
     )
+
+
+@app.get("/mints/verify")
+def verify_mints() -> Response[str]:
+    subsystem = _query(("subsystem",)).get("subsystem")
+    found = wiring.runtime().service.verify(subsystem)
+    if not found.ok:
+        logger.warning(
+            "mint record problems",
+            extra={"subsystem": found.subsystem, "problems": len(found.problems)},
+        )
+    return json_response(200, verification_answer(found))
+
+
+def _query(known: tuple[str, ...]) -> dict[str, str]:
+    """The query's parameters, each once and each one the route knows."""
+    given = app.current_event.query_string_parameters or {}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise InvalidMintRequest(
+            f"unknown query parameter(s) {unknown}: {app.current_event.path} takes {list(known)}"
+        )
+    return dict(given)
 
 
 def _after() -> Decimal | None:

@@ -5,6 +5,7 @@ Pure domain logic: the store, the clock and the sleeper are passed in.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import math
 import random
@@ -12,21 +13,26 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from functions.minting.audit import Verification, verify
 from functions.minting.settings import MAX_COUNT
 from functions.minting.store import (
     IdempotencyClaim,
     MintRecord,
     MintStore,
+    Reservation,
     StateConflict,
     StateWrite,
     StoreError,
 )
-from ibi.core.dates import format_date, iso_date
+from functions.shared.dynamo import full_disk
+from ibi.core.dates import format_date, iso_date, parse_date
 from ibi.core.distributor import Distribution, TemporalDistributor
-from ibi.core.labels import ibip_suffix, rep_suffix
+from ibi.core.errors import InvalidInput
+from ibi.core.labels import ibip_suffix, parse_label, rep_suffix
 from ibi.core.subsystem import Subsystem
 from ibi.defaults import IDEMPOTENCY_TTL_SECONDS
 
@@ -57,6 +63,10 @@ class InvalidMintRequest(MintingError, status=400):
 
 class UnknownSubsystem(MintingError, status=404):
     """No identification subsystem has that name."""
+
+
+class NotRecorded(MintingError, status=404):
+    """No record of this service issued that IBI."""
 
 
 class IdempotencyKeyReused(MintingError, status=422):
@@ -148,6 +158,23 @@ def ibi_answer(subsystem: Subsystem, date: Decimal) -> dict[str, str]:
     }
 
 
+def _date(date: Decimal | None) -> str | None:
+    return format_date(date) if date is not None else None
+
+
+def reservation_answer(reservation: Reservation) -> dict[str, Any]:
+    """A reservation (a block of dates one state write reserved) as the API shows it."""
+    return {
+        "after": _date(reservation.start),
+        "until": format_date(reservation.end),
+        "requester": reservation.requester,
+        "request_id": reservation.request_id,
+        "reserved_at": iso_date(reservation.reserved_at)
+        if reservation.reserved_at is not None
+        else None,
+    }
+
+
 def record_answer(record: MintRecord) -> dict[str, Any]:
     """A record as the listing API shows it."""
     return {
@@ -156,7 +183,12 @@ def record_answer(record: MintRecord) -> dict[str, Any]:
         "request_id": record.request_id,
         "idempotency_key": record.idempotency_key,
         "recorded_at": iso_date(record.recorded_at),
-        "previous_date": format_date(record.previous_date) if record.previous_date else None,
+        "previous_date": _date(record.previous_date),
+        # The reservation its dates came from (``until``: its end); ``reserved``: this
+        # request's state write made it, replacing ``replaced``.
+        "block": _date(record.block_end),
+        "reserved": record.claimed,
+        "replaced": reservation_answer(record.replaced) if record.replaced else None,
         "ibis": [
             {
                 "rep": f"{record.rep_prefix}/{rep_suffix(date)}",
@@ -169,9 +201,69 @@ def record_answer(record: MintRecord) -> dict[str, Any]:
     }
 
 
+def verification_answer(found: Verification) -> dict[str, Any]:
+    """A verification as ``GET /mints/verify`` answers it (``ok``: no problem found)."""
+    return {
+        "subsystem": found.subsystem,
+        "ok": found.ok,
+        "last_date": _date(found.last_date),
+        "records": found.records,
+        "ibis": found.ibis,
+        "reservations": found.reservations,
+        "problems": [
+            {
+                "kind": problem.kind,
+                "after": _date(problem.start),
+                "until": format_date(problem.end),
+                "message": problem.message,
+            }
+            for problem in found.problems
+        ],
+        "unrecorded": [reservation_answer(r) for r in found.unrecorded],
+        "unused": [
+            {
+                "after": _date(span.start),
+                "until": format_date(span.end),
+                "recorded": span.recorded,
+                "block": reservation_answer(span.reservation),
+            }
+            for span in found.unused
+        ],
+    }
+
+
+def parse_when(text: str, name: str) -> Decimal:
+    """A date in a query: seconds since 1970 (``1795670498.441``) or ISO 8601 in UTC
+    (``2026-11-25``, ``2026-11-25T10:00:00Z``)."""
+    try:
+        if text[:1].isdigit() and "-" not in text:
+            return parse_date(text, name)
+        moment = datetime.fromisoformat(text)
+    except (InvalidInput, ValueError):
+        raise InvalidMintRequest(
+            f"{name} must be a date: seconds since 1970 (e.g. 1795670498.441) or ISO 8601 "
+            f"in UTC (e.g. 2026-11-25 or 2026-11-25T10:00:00Z), not {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return Decimal(calendar.timegm(moment.utctimetuple())) + Decimal(moment.microsecond) / 10**6
+
+
 def recorded_answer(record: MintRecord) -> dict[str, Any]:
     """The answer a mint request got, rebuilt from its record."""
     return {"subsystem": record.subsystem, "ibis": record_answer(record)["ibis"]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Chosen:
+    """The dates chosen for one request and where they came from (its record says so)."""
+
+    previous: Decimal | None  # the date Algorithm 4 continued from
+    distributions: list[Distribution]
+    now: Decimal  # the request date
+    block_end: Decimal  # the end of the reservation holding the dates
+    replaced: Reservation | None = None  # when this request's write reserved them: the one
+    claimed: bool = False  # it replaced
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,70 +474,76 @@ class MintingService:
     ) -> dict[str, Any]:
         with self._lock:
             self.stats.requests += 1
-            previous, distributions, now = self._choose(subsystem, request.count)
-        dates = tuple(d.date_for_suffix for d in distributions)
-        if on_dates_chosen is not None:  # before the record: see _settle
-            on_dates_chosen(dates[0])
+            chosen = self._choose(subsystem, request)
+        dates = tuple(d.date_for_suffix for d in chosen.distributions)
         record = MintRecord(
             subsystem=subsystem.name,
             rep_prefix=subsystem.rep_prefix,
             ibip_prefix=subsystem.ibip_prefix,
             dates=dates,
-            previous_date=previous,
+            previous_date=chosen.previous,
             requester=request.requester,
             request_id=request.request_id,
-            recorded_at=now,
+            recorded_at=chosen.now,
             idempotency_key=request.idempotency_key,
+            block_end=chosen.block_end,
+            claimed=chosen.claimed,
+            replaced=chosen.replaced,
         )
-        with store_unavailable():
-            self.store.put_record(record)
-        self._wait_until(distributions[-1].creation_date, self._blocks[subsystem.name])
+        try:
+            if on_dates_chosen is not None:  # before the record: see _settle
+                on_dates_chosen(dates[0])
+            with store_unavailable():
+                self.store.put_record(record)
+        except BaseException:
+            # Its block may now lack the record of its reservation: read the state next time.
+            with self._lock:
+                self._blocks[subsystem.name].forget()
+            raise
+        self._wait_until(chosen.distributions[-1].creation_date, self._blocks[subsystem.name])
         return {
             "subsystem": subsystem.name,
             "ibis": [ibi_answer(subsystem, date) for date in dates],
         }
 
-    def _choose(
-        self, subsystem: Subsystem, count: int
-    ) -> tuple[Decimal | None, list[Distribution], Decimal]:
-        """The dates for one request: from this environment's block, else from a new block.
-
-        Answers the date Algorithm 4 continued from (the record's ``previous_date``), the
-        distributions and the request date.
-        """
+    def _choose(self, subsystem: Subsystem, request: MintRequest) -> _Chosen:
+        """The dates for one request: from this environment's block, else from a new block."""
         block = self._blocks.setdefault(subsystem.name, _Block())
         now = self._clock()
         window = block.window(now, self._block_seconds)
         if not block.loaded:
             with store_unavailable():
                 block.start_from(self.store.last_date(subsystem.name))
-        distributions = self._reserve(subsystem, block.last, now, count)
+        distributions = self._reserve(subsystem, block.last, now, request.count)
         if block.owns(distributions[-1].creation_date):  # no state write: the block holds them
+            assert block.high is not None  # (owned)
             previous, block.last = block.last, distributions[-1].date_for_suffix
-            block.unwritten += count
-            return previous, distributions, now
-        return self._claim(subsystem, block, count, window)
+            block.unwritten += request.count
+            return _Chosen(previous, distributions, now, block_end=block.high)
+        return self._claim(subsystem, block, request, window)
 
     def _claim(
-        self, subsystem: Subsystem, block: _Block, count: int, window: Decimal
-    ) -> tuple[Decimal | None, list[Distribution], Decimal]:
+        self, subsystem: Subsystem, block: _Block, request: MintRequest, window: Decimal
+    ) -> _Chosen:
         """One conditional write: the state from ``block.high`` to a new block's end.
 
         A lost write names the winner's date: the next attempt starts after it at once; only
         repeated losses back off. Never a date already handed out: the dates are computed from
-        this environment's last date while it still owns the state, else from the winner's.
+        the state this environment last knew (its own last write, or the winner's), so that
+        they all lie in the reservation the write makes, which the record names.
         """
-        base, known = block.last, block.high
+        count = request.count
+        known = block.high
         if block.contended and window:  # others may write: read the state (not a write)
             with store_unavailable():
                 newest = self.store.last_date(subsystem.name)
             if newest != known:
-                base = known = newest
+                known = newest
             else:  # nobody wrote since this environment did: the contention is over
                 block.contended = False
         for attempt in range(self._max_attempts):
             now = self._clock()
-            distributions = self._reserve(subsystem, base, now, count)
+            distributions = self._reserve(subsystem, known, now, count)
             high = _block_end(subsystem, distributions, window, known)
             self.stats.state_writes += 1
             # Without blocks, the write is conditional on the state being earlier than the
@@ -462,11 +560,14 @@ class MintingService:
                             str(subsystem.granularity),
                             count + block.unwritten,
                             first,
+                            requester=request.requester,
+                            request_id=request.request_id,
+                            reserved_at=now,
                         )
                     )
             except StateConflict as conflict:
                 waited = self.stats.waited_seconds
-                base = known = self._after_conflict(subsystem, attempt, conflict)
+                known = self._after_conflict(subsystem, attempt, conflict)
                 block.waited += Decimal(str(self.stats.waited_seconds - waited))
                 block.start_from(known)  # this environment owns nothing until it writes again
                 block.contended = True
@@ -476,7 +577,8 @@ class MintingService:
                 raise
             block.claimed(distributions[-1].date_for_suffix, high)
             self.stats.blocks += 1
-            return (base if window else replaced), distributions, now
+            previous = replaced.end if replaced is not None else None
+            return _Chosen(previous, distributions, now, high, replaced, claimed=True)
         raise Contention(
             f"subsystem {subsystem.name!r} is busy ({self._max_attempts} conflicting writes); "
             "retry, or spread the load over several subsystems"
@@ -522,11 +624,87 @@ class MintingService:
         self.stats.waited_seconds += float(waited)
 
     def records(
-        self, subsystem_name: str | None, *, after: Decimal | None, limit: int
+        self,
+        subsystem_name: str | None,
+        *,
+        after: Decimal | None,
+        limit: int,
+        newest_first: bool = False,
+        since: Decimal | None = None,
+        until: Decimal | None = None,
     ) -> tuple[list[MintRecord], Decimal | None]:
         subsystem = self.subsystem(subsystem_name)
         with store_unavailable():
-            return self.store.list_records(subsystem.name, after=after, limit=limit)
+            return self.store.list_records(
+                subsystem.name,
+                after=after,
+                limit=limit,
+                newest_first=newest_first,
+                since=since,
+                until=until,
+            )
+
+    def record_of(self, ibi: str) -> MintRecord:
+        """The record that issued ``ibi`` (either form): its subsystem is the one whose prefix
+        it has, its record the one holding its date (a Query on the record's key)."""
+        try:
+            label = parse_label(ibi)
+        except InvalidInput as error:
+            raise InvalidMintRequest(str(error)) from None
+        for subsystem in self.subsystems.values():
+            if label.prefix in (subsystem.rep_prefix, subsystem.ibip_prefix):
+                with store_unavailable():
+                    record = self.store.record_holding(subsystem.name, label.date)
+                if record is None:
+                    raise NotRecorded(
+                        f"no record issued {label.label}: subsystem {subsystem.name!r} never "
+                        f"handed out its date ({format_date(label.date)})"
+                    )
+                return record
+        raise UnknownSubsystem(
+            f"{label.label} is not from this service: its prefix {label.prefix} is none of "
+            f"{sorted(p for s in self.subsystems.values() for p in (s.rep_prefix, s.ibip_prefix))}"
+        )
+
+    def records_of(
+        self,
+        ibi: str,
+        *,
+        subsystem: str | None,
+        after: Decimal | None,
+        newest_first: bool,
+        since: Decimal | None,
+        until: Decimal | None,
+    ) -> list[MintRecord]:
+        """The record that issued ``ibi``, if it is also one of the records the other
+        parameters of a listing ask for (else none)."""
+        record = self.record_of(ibi)
+        first = record.first_date
+        wanted = (
+            subsystem in (None, record.subsystem)
+            and (since is None or since <= first)
+            and (until is None or first <= until)
+            and (after is None or (first < after if newest_first else first > after))
+        )
+        return [record] if wanted else []
+
+    def verify(self, subsystem_name: str | None) -> Verification:
+        """Walk the subsystem's whole record (see :mod:`functions.minting.audit`)."""
+        subsystem = self.subsystem(subsystem_name)
+        with store_unavailable():
+            head = self.store.head(subsystem.name)  # first: later records are in flight
+            return verify(subsystem.name, self._every_record(subsystem.name), head)
+
+    def _every_record(self, subsystem: str) -> Iterator[MintRecord]:
+        after: Decimal | None = None
+        while True:
+            page, after = self.store.list_records(subsystem, after=after, limit=VERIFY_PAGE)
+            yield from page
+            if after is None:
+                return
+
+
+VERIFY_PAGE = 1000  # records per Query while verifying (each page at most 1 MB)
 
 
 IN_PROGRESS_MESSAGE = "a request with this Idempotency-Key is still being served; retry shortly"
@@ -559,6 +737,9 @@ def store_unavailable() -> Iterator[None]:
     try:
         yield
     except StoreError as error:
+        disk = full_disk(error)  # local mode: its tables' disk (DynamoDB has none)
+        if disk is not None:
+            raise StoreUnavailable(f"the minting store cannot write: {disk}") from error
         raise StoreUnavailable(
             "the minting store is unavailable or throttled; retry shortly"
         ) from error

@@ -5,7 +5,12 @@ Three tables:
 - state: one item per identification subsystem, ``last_date`` (its last-date-for-suffix),
   advanced only by a conditional write on the previous value;
 - record: one item per mint request, every date it handed out, who asked and the
-  idempotency key (partition ``subsystem``, sort ``first_date``);
+  idempotency key (partition ``subsystem``, sort ``first_date``), and the block of dates
+  (:class:`Reservation`) its dates came from: each state write reserves the dates from the
+  state it replaced to the state it wrote, and the record of the request that made it says so
+  (``claimed``), with the reservation it replaced as the state item described it (who, when),
+  so that a reservation whose own record was never written (its Lambda killed in flight) is
+  still on the record. The state item describes its latest reservation the same way.
 - idempotency: one item per (requester, Idempotency-Key), claimed before minting, noted with
   the first date once the state write won (before the record is written), and completed with
   the answer, so that a retried request gets the same IBIs. A claim whose lease ran out is
@@ -42,6 +47,22 @@ class StateConflict(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """The dates one state write reserved: after ``start`` up to ``end``, by whom and when.
+
+    ``start`` is the state the write replaced (``None``: the subsystem's first write); the
+    requester, request id and time are those of the request that made the write (``None``
+    when the state item predates the record of reservations).
+    """
+
+    start: Decimal | None
+    end: Decimal
+    requester: str | None = None
+    request_id: str | None = None
+    reserved_at: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StateWrite:
     """Advance ``subsystem`` from ``previous`` (``None``: never minted) to ``new``.
 
@@ -58,6 +79,9 @@ class StateWrite:
     granularity: str
     count: int
     first: Decimal | None = None
+    requester: str = ""  # who reserves the dates, for the record (see Reservation)
+    request_id: str = ""
+    reserved_at: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +97,20 @@ class MintRecord:
     request_id: str
     recorded_at: Decimal
     idempotency_key: str | None = None
+    # The reservation its dates came from, named by its end (None: a record from before
+    # reservations were recorded, its own reservation). ``claimed``: this request's state
+    # write made it, from ``previous_date``; ``replaced``: the one that write replaced.
+    block_end: Decimal | None = None
+    claimed: bool = False
+    replaced: Reservation | None = None
 
     @property
     def first_date(self) -> Decimal:
         return self.dates[0]
+
+    @property
+    def last_date(self) -> Decimal:
+        return self.dates[-1]
 
 
 @dataclass(slots=True)
@@ -94,13 +128,24 @@ class IdempotencyClaim:
 class MintStore(Protocol):
     def last_date(self, subsystem: str) -> Decimal | None: ...
 
-    def advance(self, write: StateWrite) -> Decimal | None: ...
+    def head(self, subsystem: str) -> Reservation | None: ...
+
+    def advance(self, write: StateWrite) -> Reservation | None: ...
 
     def put_record(self, record: MintRecord) -> None: ...
 
     def list_records(
-        self, subsystem: str, *, after: Decimal | None, limit: int
+        self,
+        subsystem: str,
+        *,
+        after: Decimal | None,
+        limit: int,
+        newest_first: bool = False,
+        since: Decimal | None = None,
+        until: Decimal | None = None,
     ) -> tuple[list[MintRecord], Decimal | None]: ...
+
+    def record_holding(self, subsystem: str, date: Decimal) -> MintRecord | None: ...
 
     def claim(
         self, key_id: str, fingerprint: str, *, now: Decimal, lease_until: Decimal, expires_at: int
@@ -175,13 +220,24 @@ class DynamoMintStore:
         )
         return Decimal(item["last_date"]["N"]) if item else None
 
-    def advance(self, write: StateWrite) -> Decimal | None:
-        """Write the state; the date it replaced (``None``: the subsystem's first write)."""
-        names = {"#last": "last_date"}
+    def head(self, subsystem: str) -> Reservation | None:
+        """The subsystem's latest reservation, as its state item describes it (None: none)."""
+        item = self._get("reading the subsystem state", self._state_table, _state_key(subsystem))
+        return _reservation(item) if item else None
+
+    def advance(self, write: StateWrite) -> Reservation | None:
+        """Write the state, reserving the dates after the one it replaces up to ``write.new``,
+        and describe that reservation on the state item; the reservation it replaced
+        (``None``: the subsystem's first write)."""
+        names = {"#last": "last_date", **RESERVATION_NAMES}
         values: dict[str, Any] = {
             ":new": _n(write.new),
             ":granularity": {"S": write.granularity},
             ":count": _n(write.count),
+            ":none": {"NULL": True},
+            ":by": {"S": write.requester},
+            ":request": {"S": write.request_id},
+            ":at": _n(write.reserved_at) if write.reserved_at is not None else {"NULL": True},
         }
         if write.first is not None:  # earlier than the first date handed out: no read needed
             condition = "attribute_not_exists(#subsystem) OR #last < :first"
@@ -198,12 +254,15 @@ class DynamoMintStore:
             "advancing the subsystem state",
             tolerate_condition=True,
             TableName=self._state_table,
-            Key={"subsystem": {"S": write.subsystem}},
-            UpdateExpression="SET #last = :new, granularity = :granularity ADD minted_count :count",
+            Key=_state_key(write.subsystem),
+            # (every operand is the item's value before the update: #from the state replaced)
+            UpdateExpression="SET #from = if_not_exists(#last, :none), #last = :new, "
+            "granularity = :granularity, #by = :by, #request = :request, #at = :at "
+            "ADD minted_count :count",
             ConditionExpression=condition,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
-            ReturnValues="UPDATED_OLD",
+            ReturnValues="ALL_OLD",  # (UPDATED_OLD may leave out what the write did not change)
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
         if isinstance(answer, Exception):
@@ -211,8 +270,8 @@ class DynamoMintStore:
             if item is not None:  # the winner's state, without a second read
                 raise StateConflict(Decimal(item["last_date"]["N"]))
             raise StateConflict(self.last_date(write.subsystem))
-        old = answer.get("Attributes", {}).get("last_date")
-        return Decimal(old["N"]) if old else None
+        old = answer.get("Attributes", {})
+        return _reservation(old) if "last_date" in old else None
 
     # -- the record ----------------------------------------------------------------------------
 
@@ -227,7 +286,47 @@ class DynamoMintStore:
         )
 
     def list_records(
-        self, subsystem: str, *, after: Decimal | None, limit: int
+        self,
+        subsystem: str,
+        *,
+        after: Decimal | None,
+        limit: int,
+        newest_first: bool = False,
+        since: Decimal | None = None,
+        until: Decimal | None = None,
+    ) -> tuple[list[MintRecord], Decimal | None]:
+        """A page of the record by first date, from ``since`` to ``until`` (inclusive), oldest
+        first (or newest), continuing after ``after`` in that order; and the next page's
+        ``after`` (None: the last page). One Query on the key: its condition is the near bound,
+        the far one ends the page."""
+        bound: tuple[str, Decimal | None]
+        if newest_first:
+            cursor = after is not None and (until is None or after <= until)
+            bound = ("<", after) if cursor else ("<=", until)
+        else:
+            cursor = after is not None and (since is None or after >= since)
+            bound = (">", after) if cursor else (">=", since)
+        records, more = self._query_records(
+            subsystem, bound=bound, limit=limit, newest_first=newest_first
+        )
+        ended = [r for r in records if _within(r.first_date, since, until)]
+        if len(ended) < len(records):  # past the far bound: nothing further
+            return ended, None
+        return ended, more
+
+    def record_holding(self, subsystem: str, date: Decimal) -> MintRecord | None:
+        """The record whose dates hold ``date``, if any: the last one whose first date is not
+        after it (one Query, newest first, one item)."""
+        records, _ = self._query_records(subsystem, bound=("<=", date), limit=1, newest_first=True)
+        return records[0] if records and date in records[0].dates else None
+
+    def _query_records(
+        self,
+        subsystem: str,
+        *,
+        bound: tuple[str, Decimal | None],
+        limit: int,
+        newest_first: bool,
     ) -> tuple[list[MintRecord], Decimal | None]:
         query: dict[str, Any] = {
             "TableName": self._record_table,
@@ -237,10 +336,13 @@ class DynamoMintStore:
             "Limit": limit,
             "ConsistentRead": True,
         }
-        if after is not None:
-            query["KeyConditionExpression"] += " AND #first > :after"
+        operator, date = bound
+        if date is not None:
+            query["KeyConditionExpression"] += f" AND #first {operator} :bound"
             query["ExpressionAttributeNames"]["#first"] = "first_date"
-            query["ExpressionAttributeValues"][":after"] = _n(after)
+            query["ExpressionAttributeValues"][":bound"] = _n(date)
+        if newest_first:
+            query["ScanIndexForward"] = False
         answer = self._call("query", "listing the record", **query)
         records = [_record_from_item(item) for item in answer.get("Items", [])]
         more = answer.get("LastEvaluatedKey")
@@ -409,6 +511,22 @@ def _item_from_record(record: MintRecord) -> dict[str, Any]:
         item["previous_date"] = _n(record.previous_date)
     if record.idempotency_key is not None:
         item["idempotency_key"] = {"S": record.idempotency_key}
+    if record.block_end is not None:
+        item["block_end"] = _n(record.block_end)
+    if record.claimed:
+        item["claimed"] = {"BOOL": True}
+    if record.replaced is not None:
+        replaced = record.replaced
+        if replaced.start is not None:
+            item["replaced_start"] = _n(replaced.start)
+        for name, value in (
+            ("replaced_by", replaced.requester),
+            ("replaced_request", replaced.request_id),
+        ):
+            if value is not None:
+                item[name] = {"S": value}
+        if replaced.reserved_at is not None:
+            item["replaced_at"] = _n(replaced.reserved_at)
     return item
 
 
@@ -423,7 +541,54 @@ def _record_from_item(item: dict[str, Any]) -> MintRecord:
         request_id=item["request_id"]["S"],
         recorded_at=Decimal(item["recorded_at"]["N"]),
         idempotency_key=item["idempotency_key"]["S"] if "idempotency_key" in item else None,
+        block_end=_number(item.get("block_end")),
+        claimed="claimed" in item,
+        replaced=Reservation(
+            start=_number(item.get("replaced_start")),
+            end=Decimal(item["previous_date"]["N"]),
+            requester=_text(item.get("replaced_by")),
+            request_id=_text(item.get("replaced_request")),
+            reserved_at=_number(item.get("replaced_at")),
+        )
+        if "claimed" in item and "previous_date" in item
+        else None,
     )
+
+
+# The state item's description of its latest reservation (see DynamoMintStore.advance).
+RESERVATION_NAMES = {
+    "#from": "block_from",
+    "#by": "reserved_by",
+    "#request": "reserved_request",
+    "#at": "reserved_at",
+}
+
+
+def _state_key(subsystem: str) -> dict[str, Any]:
+    return {"subsystem": {"S": subsystem}}
+
+
+def _reservation(item: dict[str, Any]) -> Reservation:
+    """The reservation a state item (or its old attributes) describes."""
+    return Reservation(
+        start=_number(item.get("block_from")),
+        end=Decimal(item["last_date"]["N"]),
+        requester=_text(item.get("reserved_by")),
+        request_id=_text(item.get("reserved_request")),
+        reserved_at=_number(item.get("reserved_at")),
+    )
+
+
+def _number(value: dict[str, Any] | None) -> Decimal | None:
+    return Decimal(value["N"]) if value and "N" in value else None
+
+
+def _text(value: dict[str, Any] | None) -> str | None:
+    return value["S"] if value and "S" in value else None
+
+
+def _within(date: Decimal, since: Decimal | None, until: Decimal | None) -> bool:
+    return (since is None or since <= date) and (until is None or date <= until)
 
 
 # Table shapes, for local mode and tests (the CDK construct declares the same for AWS).

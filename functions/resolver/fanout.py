@@ -14,6 +14,10 @@ original's, that is the round (one request). If it names where the original move
 record, ``ibi.core.transfers``), that Archive is asked alone next, and so on along the
 records, at most :data:`MAX_RECORD_HOPS`. Otherwise everyone else is asked, and a claim of the
 original from them is never what ends the round early (it is not trusted: ``resolution.py``).
+The owner is asked alone only for a head start (a hedged request, :class:`OwnerPace`): if it
+has not answered by then, everyone else is asked too, in the same round, and the owner's
+original or transfer record still ends it at once when it comes; an owner whose last request
+failed is asked together with everyone until it answers again.
 Every answer says whether its Archive is trusted for the IBI (:class:`Trust`). For a prefix no
 Archive owns, a location hint (where this IBI was found lately) lets the likely Archive be
 asked alone first; never for an IBI two Archives were seen claiming. Hints by prefix are gone:
@@ -22,17 +26,19 @@ they let one Archive's answer capture every IBI of a prefix.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from functions.resolver.directory import ArchiveDirectory
-from functions.resolver.network import Endpoint, Outcome, Request, Result, Transport
+from functions.resolver.network import Endpoint, Lead, Outcome, Request, Result, Transport
 from functions.resolver.registry import RegisteredArchive
 from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience, Trust
 from ibi.core.errors import InvalidInput
@@ -45,6 +51,15 @@ metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per pro
 
 DEADLINE_SHARE = 0.8  # of the resolution's deadline, for one round
 MAX_RECORD_HOPS = 4  # transfer records followed from the owner, one Archive each
+# The owner's head start (OwnerPace; measured in BENCHMARKS.md, "Owners at scale"): twice the
+# slowest of its last 16 answers, within 0.5 s and 1 s; 1 s before it was heard from. Each
+# hedge that fires costs a request to every other Archive, so the floor sits above an
+# Archive's cold start (about 0.3-0.5 s on Lambda): with 50 ms, an owner with a cold start
+# every 25 requests cost 40 more requests per resolution at 1,000 Archives.
+HEAD_START_FACTOR = 2.0
+HEAD_START_FLOOR = 0.5
+HEAD_START_CEILING = 1.0
+RECENT_ANSWERS = 16
 
 
 class LocationHints:
@@ -95,6 +110,61 @@ class LocationHints:
             return self._where[label]
 
 
+class OwnerPace:
+    """How long each owner is asked alone before everyone else is asked too (a hedged
+    request), per execution environment, bounded (least recently used out).
+
+    ``factor`` times the slowest of its last ``recent`` answer times (a round that ended
+    before it answered counts the time it had taken so far), within [``floor``,
+    ``ceiling``]; ``ceiling`` before it was heard from. An owner that did not answer in its
+    last round (it failed, timed out, or the round ended without it) is down: no head start
+    (everyone is asked at once, the owner with them, its original still winning at once)
+    until it answers again.
+    """
+
+    def __init__(
+        self,
+        *,
+        factor: float = HEAD_START_FACTOR,
+        floor: float = HEAD_START_FLOOR,
+        ceiling: float = HEAD_START_CEILING,
+        recent: int = RECENT_ANSWERS,
+        capacity: int = 10_000,
+    ) -> None:
+        self.factor, self.floor, self.ceiling = factor, floor, ceiling
+        self._recent = recent
+        self._capacity = capacity
+        self._times: OrderedDict[str, deque[float]] = OrderedDict()
+        self._down: set[str] = set()
+        self._lock = threading.Lock()
+
+    def head_start(self, owner: str) -> float:
+        with self._lock:
+            if owner in self._down:
+                return 0.0
+            times = self._times.get(owner)
+            if not times:
+                return self.ceiling
+            return min(self.ceiling, max(self.floor, self.factor * max(times)))
+
+    def heard(self, outcome: Outcome) -> None:
+        """The owner's part of a round: an answer, a failure, or the time it had taken when
+        the round ended without it."""
+        with self._lock:
+            if outcome.result is Result.ANSWERED:
+                self._down.discard(outcome.key)
+            else:
+                self._down.add(outcome.key)
+            if outcome.result is Result.FAILED:
+                return
+            times = self._times.setdefault(outcome.key, deque(maxlen=self._recent))
+            times.append(outcome.seconds)
+            self._times.move_to_end(outcome.key)
+            while len(self._times) > self._capacity:
+                gone, _ = self._times.popitem(last=False)
+                self._down.discard(gone)
+
+
 def _meets(answer: ArchiveAnswer, check: Check) -> bool:
     return answer.pairs is not None and check(answer.pairs)
 
@@ -111,6 +181,7 @@ class FanOut:
         deadline: float,
         grace: float = 0.0,
         hints: LocationHints | None = None,
+        pace: OwnerPace | None = None,
     ) -> None:
         self.transport = transport
         self.directory = directory
@@ -118,6 +189,7 @@ class FanOut:
         self.deadline = deadline  # per resolution
         self.grace = grace  # after the first usable answer, for the others (an Original's)
         self.hints = hints or LocationHints()
+        self.pace = pace or OwnerPace()
         self.requests_made = 0  # urlRequests sent by this environment (for the benchmarks)
 
     def for_request(self, correlation_id: str) -> AskAll:
@@ -148,7 +220,7 @@ class FanOut:
         owner = self.directory.owner_of(ibi)
         message = [("servicesubject", "urlRequest"), *pairs]
         if patience is not None and owner is not None:
-            asked = self._owner_first(
+            asked, everyone = self._owner_first(
                 owner,
                 archives,
                 message=message,
@@ -156,17 +228,11 @@ class FanOut:
                 ibi=ibi,
                 patience=patience,
             )
-            if any(_meets(a, patience.preferred) and a.trusted for a in asked):
+            if everyone or any(_meets(a, patience.preferred) and a.trusted for a in asked):
                 return asked
             done = {a.archive for a in asked}
             archives = [a for a in archives if a.service_ibi not in done]
-            # The original's answer is not to come from anyone else: a claim of it ends no
-            # round, and only a usable answer of another kind (a copy's) starts the grace.
-            usable, preferred = patience.usable, patience.preferred
-
-            def other(answer: PairList) -> bool:
-                return usable(answer) and not preferred(answer)
-
+            other = _other(patience)
             more = self._round(archives, message, correlation_id, ibi, other, grace=self.grace)
             return self._trusted(ibi, owner, asked + more)
         asked = []
@@ -213,32 +279,69 @@ class FanOut:
         correlation_id: str,
         ibi: str,
         patience: Patience,
-    ) -> list[ArchiveAnswer]:
-        """The owner alone, then each Archive a transfer record names, alone, while the
-        answers are not the original's (at most :data:`MAX_RECORD_HOPS` records)."""
+    ) -> tuple[list[ArchiveAnswer], bool]:
+        """The owner alone for its head start, and everyone else too if it has not answered by
+        then; then each Archive a trusted transfer record names, alone, while no trusted answer
+        is the original's (at most :data:`MAX_RECORD_HOPS` records). The answers, and whether
+        everyone was asked."""
         included = {a.service_ibi: a for a in archives}
-        asked: list[ArchiveAnswer] = []
-        following: RegisteredArchive | None = included.get(owner.service_ibi)
-        for _ in range(MAX_RECORD_HOPS + 1):
-            if following is None:
-                break
-            answers = self._trusted(
-                ibi,
-                owner,
-                asked + self._round([following], message, correlation_id, ibi, None, grace=0.0),
-            )
-            if len(answers) == len(asked):
-                break
-            asked, last = answers, answers[-1]
-            if _meets(last, patience.preferred):
+        first = included.get(owner.service_ibi)
+        if first is None:
+            return [], False
+        preferred = patience.preferred
+
+        def settles(pairs: PairList) -> bool:  # the owner's word: the original, or where it went
+            return preferred(pairs) or moved_to(pairs) is not None
+
+        lead = Lead(first.service_ibi, self.pace.head_start(first.service_ibi), settles)
+        round_ = [first, *(a for a in archives if a is not first)]
+        outcomes = self._exchange(
+            round_, message, correlation_id, _other(patience), self.grace, lead=lead
+        )
+        self._pace(first, outcomes)
+        everyone = len(round_) > 1 and all(o.result is not Result.NOT_ASKED for o in outcomes)
+        if everyone:
+            metrics.add_metric(name="OwnerHedged", unit=MetricUnit.Count, value=1)
+        asked = self._trusted(ibi, owner, self._answers(outcomes, round_, ibi))
+        claimed = any(_meets(a, preferred) and not a.trusted for a in asked)
+        if claimed and lead.head_start > 0 and self._unheard(first, asked):
+            # A claim of the original while the owner's word is not in: it decides, waited for.
+            again = self._exchange([first], message, correlation_id, None, 0.0)
+            self._pace(first, again)
+            asked = self._trusted(ibi, owner, asked + self._answers(again, [first], ibi))
+        for _ in range(MAX_RECORD_HOPS):
+            if any(_meets(a, preferred) and a.trusted for a in asked):
                 metrics.add_metric(name="OwnerFirstHit", unit=MetricUnit.Count, value=1)
                 break
-            named = moved_to(last.pairs) if last.pairs is not None else None
-            moved = self.directory.registered(named) if named else None
-            following = None
-            if moved is not None and moved.service_ibi not in {a.archive for a in asked}:
-                following = included.get(moved.service_ibi)
-        return asked
+            following = self._named(asked, included)
+            if following is None:
+                break
+            more = self._round([following], message, correlation_id, ibi, None, grace=0.0)
+            asked = self._trusted(ibi, owner, asked + more)
+        return asked, everyone
+
+    def _unheard(self, owner: RegisteredArchive, answers: list[ArchiveAnswer]) -> bool:
+        return all(a.archive != owner.service_ibi for a in answers)
+
+    def _pace(self, owner: RegisteredArchive, outcomes: list[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome.key == owner.service_ibi:
+                self.pace.heard(outcome)
+
+    def _named(
+        self, answers: list[ArchiveAnswer], included: dict[str, RegisteredArchive]
+    ) -> RegisteredArchive | None:
+        """The first included Archive a trusted answer's transfer record names that has not
+        answered yet (None: none)."""
+        heard = {a.archive for a in answers}
+        for answer in answers:
+            if not answer.trusted or answer.pairs is None:
+                continue
+            label = moved_to(answer.pairs)
+            moved = self.directory.registered(label) if label else None
+            if moved is not None and moved.service_ibi not in heard:
+                return included.get(moved.service_ibi)
+        return None
 
     def _trusted(
         self, ibi: str, owner: RegisteredArchive, answers: list[ArchiveAnswer]
@@ -298,9 +401,26 @@ class FanOut:
         at_once: Check | None = None,
         late: Callable[[str, PairList], None] | None = None,
     ) -> list[ArchiveAnswer]:
+        outcomes = self._exchange(
+            archives, message, correlation_id, enough, grace, at_once=at_once, late=late
+        )
+        return self._answers(outcomes, archives, ibi)
+
+    def _exchange(
+        self,
+        archives: list[RegisteredArchive],
+        message: list[tuple[str, str]],
+        correlation_id: str,
+        enough: Check | None,
+        grace: float,
+        *,
+        at_once: Check | None = None,
+        late: Callable[[str, PairList], None] | None = None,
+        lead: Lead | None = None,
+    ) -> list[Outcome]:
+        """One round through the transport: each Archive's outcome (the owner's pace noted)."""
         started = time.monotonic()
         requests = {a.service_ibi: _request(a, message, correlation_id) for a in archives}
-        self.requests_made += sum(1 for request in requests.values() if request is not None)
         outcomes = self.transport.ask_all(
             requests,
             timeout=self.timeout,
@@ -309,12 +429,24 @@ class FanOut:
             grace=grace,
             at_once=at_once,
             late=late,
+            lead=lead,
         )
+        self.requests_made += sum(
+            1
+            for outcome in outcomes
+            if requests.get(outcome.key) is not None and outcome.result is not Result.NOT_ASKED
+        )
+        return outcomes
+
+    def _answers(
+        self, outcomes: list[Outcome], archives: list[RegisteredArchive], ibi: str
+    ) -> list[ArchiveAnswer]:
         by_key = {a.service_ibi: a for a in archives}
         return [
             self._answer(outcome, by_key[outcome.key], ibi)
             for outcome in outcomes
-            if outcome.result is not Result.NOT_NEEDED  # settled first; it may still answer
+            # settled first (it may still answer), or not asked: the lead answered in time
+            if outcome.result not in (Result.NOT_NEEDED, Result.NOT_ASKED)
         ]
 
     def _answer(self, outcome: Outcome, archive: RegisteredArchive, ibi: str) -> ArchiveAnswer:
@@ -325,15 +457,52 @@ class FanOut:
                 extra={"archive": outcome.key, "problem": outcome.problem, "ibi": ibi},
             )
             metrics.add_metric(name="ArchiveFailures", unit=MetricUnit.Count, value=1)
+            archive_failure(outcome.key)
         return ArchiveAnswer(outcome.key, archive.address or "", outcome.pairs, outcome.problem)
+
+
+def _other(patience: Patience) -> Check:
+    """A usable answer that is not the original's: once the owner was asked, the original's
+    answer is not to come from anyone else (a claim of it ends no round, ``resolution.py``),
+    and only an answer of another kind (a copy's) starts the grace."""
+    usable, preferred = patience.usable, patience.preferred
+
+    def other(answer: PairList) -> bool:
+        return usable(answer) and not preferred(answer)
+
+    return other
+
+
+def archive_failure(archive: str) -> None:
+    """``ArchiveFailures`` by ``Archive`` too (its service IBI): the alarm of the stack watches
+    the worst Archive (infra/operations.py), the dashboard names it. One EMF record per
+    failure, printed at once; off where metrics are (tests, local mode)."""
+    if is_metrics_disabled():
+        return
+    dimensions = {"service": "resolver", "Archive": archive}
+    with single_metric(
+        name="ArchiveFailures",
+        unit=MetricUnit.Count,
+        value=1,
+        namespace="ibi",
+        default_dimensions=dimensions,
+    ):
+        pass
 
 
 def _request(
     archive: RegisteredArchive, message: list[tuple[str, str]], correlation_id: str
 ) -> Request | None:
     """The urlRequest to ``archive``, or None when its address is unusable."""
+    endpoint = _endpoint(archive.address or "", archive.protocol)
+    return Request(endpoint, archive.service_ibi, message, correlation_id) if endpoint else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _endpoint(address: str, protocol: str) -> Endpoint | None:
+    """An Archive's endpoint, parsed once per address (a round of 1,000 builds 1,000 requests,
+    even when only the owner is asked: its lead)."""
     try:
-        endpoint = Endpoint.parse(archive.address or "", archive.protocol)
+        return Endpoint.parse(address, protocol)
     except InvalidInput:
         return None
-    return Request(endpoint, archive.service_ibi, message, correlation_id)

@@ -187,6 +187,32 @@ def holdings() -> Response[str]:
     )
 
 
+@app.get("/archives/.+")
+def registered_archive() -> Response[str]:
+    """Public, read-only: where a registered Archive is — its service IBI, address, protocol
+    and whether it is included; never its key's hash nor its contact. An Archive asks it
+    before it transfers an original there (``functions/archive/registered.py``).
+
+    As ``/holdings/``, a path that is not exactly one IBI is a persistent URL like any other.
+    """
+    rest = unquote(app.current_event.raw_path[len("/archives/") :])
+    try:
+        label = parse_label(rest).label
+    except InvalidIBI:
+        return persistent_url()
+    found = wiring.runtime().directory.registered(label)
+    if found is None:
+        message = f"no Archive of service IBI {label} is registered at this resolver"
+        return error_response(404, "NotFound", message)
+    answer = {
+        "archiveserviceibi": found.forms,
+        "address": found.address,
+        "protocol": found.protocol,
+        "included": found.included,
+    }
+    return json_response(200, answer, {"Cache-Control": "no-store"})
+
+
 # ---------------------------------------------------------------------------- administration
 
 

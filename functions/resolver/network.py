@@ -33,7 +33,7 @@ from functions.shared.addresses import AddressPolicy, UnsafeAddress
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, encode_query, parse_pair_list
 
-__all__ = ["AddressPolicy", "ArchiveTransport", "Endpoint", "Request", "UnsafeAddress"]
+__all__ = ["AddressPolicy", "ArchiveTransport", "Endpoint", "Lead", "Request", "UnsafeAddress"]
 
 DEFAULT_MAX_ANSWER = 256 * 1024
 IDLE_SECONDS = 20.0  # a kept connection older than this is closed, not reused
@@ -106,6 +106,7 @@ class Result(enum.Enum):
 
     ANSWERED = "answered"
     NOT_NEEDED = "not needed"  # another Archive settled the round first
+    NOT_ASKED = "not asked"  # the round's lead answered within its head start (:class:`Lead`)
     FAILED = "failed"  # timeout, unreachable, refused, malformed, unusable address
 
 
@@ -131,6 +132,10 @@ class Outcome:
     def not_needed(cls, key: str, seconds: float) -> Outcome:
         return cls(key, Result.NOT_NEEDED, None, Result.NOT_NEEDED.value, seconds)
 
+    @classmethod
+    def not_asked(cls, key: str) -> Outcome:
+        return cls(key, Result.NOT_ASKED, None, Result.NOT_ASKED.value, 0.0)
+
     @property
     def text(self) -> str:
         """The outcome in words: ``answered``, or the problem."""
@@ -140,6 +145,19 @@ class Outcome:
 Requests = Mapping[str, "Request | None"]  # a round: each Archive's request, keyed (None: unusable)
 Enough = Callable[[PairList], bool]  # an answer that settles the round
 Late = Callable[[str, PairList], None]  # hears an answer that came after its round ended
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """A round led by one Archive, a hedged request: ``key`` is asked first, alone; the others
+    only if it has not answered within ``head_start`` seconds (else they are reported
+    :attr:`Result.NOT_ASKED`, and the caller decides what next). Once they are asked, an
+    answer of ``key`` that passes ``settles`` ends the round at once, whatever the round's
+    own checks say of it; its other answers are judged as anyone's."""
+
+    key: str
+    head_start: float
+    settles: Enough
 
 
 class Transport(Protocol):
@@ -159,6 +177,7 @@ class Transport(Protocol):
         grace: float = 0.0,
         at_once: Enough | None = None,
         late: Late | None = None,
+        lead: Lead | None = None,
     ) -> list[Outcome]: ...
 
 
@@ -171,9 +190,13 @@ class _Settle:
     grace: float
     at_once: Enough | None
     late: Late | None = None
+    lead: Lead | None = None
 
-    def wait(self, pairs: PairList) -> float | None:
-        """How much longer the round waits after ``pairs`` (None: it does not settle it)."""
+    def wait(self, key: str, pairs: PairList) -> float | None:
+        """How much longer the round waits after ``key``'s ``pairs`` (None: it does not
+        settle it)."""
+        if self.lead is not None and key == self.lead.key and self.lead.settles(pairs):
+            return 0.0
         if self.enough is None or not self.enough(pairs):
             return None
         return 0.0 if self.at_once is not None and self.at_once(pairs) else self.grace
@@ -359,8 +382,10 @@ class ArchiveTransport:
         grace: float = 0.0,
         at_once: Enough | None = None,
         late: Late | None = None,
+        lead: Lead | None = None,
     ) -> list[Outcome]:
-        """Ask every Archive at once; outcomes in the order the answers arrive.
+        """Ask every Archive at once (with ``lead``, that one first: :class:`Lead`); outcomes
+        in the order the answers arrive.
 
         ``None`` stands for an Archive whose address is unusable. The round ends when all have
         answered, when ``deadline`` (a ``time.monotonic()`` value) passes, or, with
@@ -371,7 +396,7 @@ class ArchiveTransport:
         on the transport's thread, after the round has returned.
         """
         remaining = max(0.0, deadline - time.monotonic())
-        settle = _Settle(enough, grace, at_once, late)
+        settle = _Settle(enough, grace, at_once, late, lead)
         return self._run(self._ask_all(requests, timeout, deadline, settle), remaining + 1.0)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
@@ -403,12 +428,31 @@ class ArchiveTransport:
         outcomes = [
             Outcome.failed(key, "unusable address", 0.0) for key, r in requests.items() if r is None
         ]
+        lead = settle.lead if settle.lead is not None and requests.get(settle.lead.key) else None
+        first = {lead.key: requests[lead.key]} if lead is not None else requests
         pending = {
             asyncio.ensure_future(self._ask(request, timeout)): key
-            for key, request in requests.items()
+            for key, request in first.items()
             if request is not None
         }
+        if lead is not None:  # the lead alone, for its head start
+            head_start = min(lead.head_start, deadline - started)
+            done = (await asyncio.wait(pending, timeout=head_start))[0] if head_start > 0 else ()
+            if done:
+                (task,) = done
+                error = task.exception()
+                outcomes.append(
+                    Outcome.answered(lead.key, task.result(), time.monotonic() - started)
+                    if error is None
+                    else Outcome.failed(lead.key, describe(error), time.monotonic() - started)
+                )
+                others = [k for k, r in requests.items() if k != lead.key and r is not None]
+                return outcomes + [Outcome.not_asked(key) for key in others]
+            for key, request in requests.items():
+                if key != lead.key and request is not None:
+                    pending[asyncio.ensure_future(self._ask(request, timeout))] = key
         settled, until = False, deadline
+        lead_key = lead.key if lead is not None else None
         while pending:
             remaining = until - time.monotonic()
             if remaining <= 0:
@@ -423,9 +467,9 @@ class ArchiveTransport:
                 if error is None:
                     pairs = task.result()
                     outcomes.append(Outcome.answered(key, pairs, elapsed))
-                    wait = None if settled else settle.wait(pairs)
-                    if wait is not None:
-                        settled, until = True, min(deadline, time.monotonic() + wait)
+                    wait = settle.wait(key, pairs)
+                    if wait is not None and (not settled or (wait == 0.0 and key == lead_key)):
+                        settled, until = True, min(until, time.monotonic() + wait)
                 else:
                     outcomes.append(Outcome.failed(key, describe(error), elapsed))
         if settled:

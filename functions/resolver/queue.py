@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 BATCH = 10  # the most SQS gives the drain at once (SendMessageBatch, event source batch size)
-VISIBILITY_SECONDS = 60  # a failed delivery is retried after this (infra/resolver.py)
-MAX_RECEIVES = 5  # then the dead-letter queue: ~5 minutes of an Archive down, within the
-# 10 minutes its urlkey lives (docs/decisions.md)
+# A failed delivery is retried after this: 6 times the drain's timeout (40 s), Lambda's advice
+# for an SQS event source (infra/resolver.py).
+VISIBILITY_SECONDS = 240
+MAX_RECEIVES = 3  # then the dead-letter queue: ~10 minutes of an Archive down, the time its
+# urlkey lives (docs/decisions.md); a later delivery would count nothing
 
 
 class AckQueue(Protocol):

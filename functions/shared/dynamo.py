@@ -51,6 +51,21 @@ def is_throttled(error: BaseException) -> bool:
     return error_code(error) in THROTTLING_CODES or status == 503
 
 
+# How local mode's stores say that their disk is full (ibi_tools/local/tables.py): DynamoDB
+# has no disk, so only there does a failure name one.
+FULL_DISK = "the disk holding"
+
+
+def full_disk(error: BaseException) -> str | None:
+    """``the disk holding <directory> is full`` when a (local) store said so, else None."""
+    if isinstance(error, ClientError):
+        text = str(error.response.get("Error", {}).get("Message", ""))
+    else:
+        text = str(error)
+    start = text.find(FULL_DISK)
+    return text[start:] if start >= 0 else None
+
+
 def is_conditional_failure(error: BaseException) -> bool:
     return error_code(error) == CONDITIONAL_CHECK_FAILED
 
@@ -58,7 +73,9 @@ def is_conditional_failure(error: BaseException) -> bool:
 def translate(error: BaseException, action: str, failure: StoreFailure) -> Exception:
     """``failure("<action>: <code>", throttled=…)`` for an AWS error met while doing ``action``."""
     code = error_code(error) or type(error).__name__
-    return failure(f"{action}: {code}", throttled=is_throttled(error))
+    disk = full_disk(error)
+    message = f"{action}: {code}: {disk}" if disk else f"{action}: {code}"
+    return failure(message, throttled=is_throttled(error))
 
 
 def ensure_table(

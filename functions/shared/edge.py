@@ -231,7 +231,18 @@ def public_base(event: Any) -> str:
     """
     proto = (event.headers.get("x-forwarded-proto") or "").split(",")[-1].strip().lower()
     scheme = proto if proto in {"http", "https"} else "https"
-    return f"{scheme}://{event.request_context.domain_name}"
+    return f"{scheme}://{edge_host(event) or event.request_context.domain_name}"
+
+
+def edge_host(event: Any) -> str | None:
+    """The host a reader asked the edge for (``ibi:waf``), as the origin check passed it on.
+
+    Only the authorizer of the routes behind the edge sets it (functions/origin/), after
+    verifying CloudFront's secret header: a client cannot, whatever headers it sends.
+    """
+    authorizer = getattr(event.request_context, "authorizer", None)
+    host = authorizer.get_lambda.get("host") if authorizer else None
+    return str(host) if host else None
 
 
 # ---------------------------------------------------------------------------- the entry point

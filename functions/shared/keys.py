@@ -74,9 +74,9 @@ def make_key_file(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_hex(32) + "\n")
-    try:
+    try:  # the draft goes whatever happens (a full disk fails the write): never left behind
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32) + "\n")
         os.link(draft, path)  # fails if another process made it first: theirs wins
     except FileExistsError:
         pass

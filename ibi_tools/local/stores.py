@@ -1,7 +1,9 @@
 """Local stand-ins for AWS data services, run as child processes on loopback.
 
-dynalite (npm) speaks the DynamoDB API over LevelDB files, so local data survives restarts
-(and ``kill -9``), and its conditional writes are atomic.
+:class:`LocalServer` runs one: SeaweedFS for S3 (``s3.py``), and dynalite (npm), which speaks
+the DynamoDB API over LevelDB files, only to copy a data directory of a version before local
+mode's tables (``federation.copy_from_dynalite``): everything else that runs as a server uses
+those tables (``tables.py``).
 
 Everything a store writes is private to the user running it, whatever the umask: its data
 directory is 0700 and the files in it 0600 (the child runs with umask 077), and so are its
@@ -41,6 +43,25 @@ PRIVATE_FILE = 0o600
 
 class LocalStoreError(RuntimeError):
     """A local store could not be found or started."""
+
+
+# Below this much free space `ibi local` does not start: its stores would fail mid-write
+# (SQLite answers "database or disk is full", SeaweedFS exits), each in its own words.
+MIN_FREE_BYTES = 8 * 1024 * 1024
+
+
+def full_disk(path: Path) -> str:
+    """What to tell the user when the disk holding ``path`` is full."""
+    return (
+        f"the disk holding {Path(path).resolve()} is full: free some space there "
+        "(or give --data-dir a directory on another disk), then start again"
+    )
+
+
+def check_free_space(path: Path, needed: int = MIN_FREE_BYTES) -> None:
+    """Raise :class:`LocalStoreError` naming the disk when it has less than ``needed`` free."""
+    if shutil.disk_usage(path).free < needed:
+        raise LocalStoreError(full_disk(path))
 
 
 def private_dir(path: Path) -> Path:
@@ -131,6 +152,25 @@ def free_port() -> int:
         return found
 
 
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports nothing listens on (a server that
+    takes a block of ports: ``s3.py``), below the ephemeral range as :func:`free_port`'s."""
+    for _ in range(200):
+        first = free_port()
+        if first + count <= 65536 and all(_bindable(first + i) for i in range(1, count)):
+            return first
+    raise OSError(f"no {count} consecutive free ports on {LOOPBACK}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
+
+
 def find_node_tool(name: str) -> Path:
     """``node_modules/.bin/<name>`` of this checkout (or of the working directory)."""
     override = os.environ.get(f"IBI_{name.upper()}")
@@ -154,7 +194,8 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise LocalStoreError(f"the store exited with status {process.returncode}")
+            name = Path(str(process.args[0] if isinstance(process.args, list) else "")).name
+            raise LocalStoreError(f"{name or 'the store'} exited with status {process.returncode}")
         try:
             with socket.create_connection((LOOPBACK, port), timeout=0.2):
                 return
@@ -201,7 +242,7 @@ def stop_leftover(pidfile: Path, tool: str, path: Path) -> None:
 
 
 class LocalServer:
-    """A node tool serving on loopback with its data in ``path``: started, watched, stopped.
+    """A tool serving on loopback with its data in ``path``: started, watched, stopped.
 
     It dies with its parent (even on ``kill -9``), records its pid beside its data, and a
     server left running on the same data by a killed run is stopped before a new one starts.
@@ -220,6 +261,10 @@ class LocalServer:
 
     def arguments(self) -> list[str]:
         raise NotImplementedError
+
+    def executable(self) -> Path:
+        """The program to run: ``node_modules/.bin/<tool>`` unless a server says otherwise."""
+        return find_node_tool(self.tool)
 
     def environment(self) -> dict[str, str]:
         """Variables the tool runs with, added to this process's environment."""
@@ -244,7 +289,7 @@ class LocalServer:
         output = subprocess.PIPE if log_fd is not None else subprocess.DEVNULL
         try:
             self._process = subprocess.Popen(  # noqa: S603 - our own tool, fixed arguments
-                [str(find_node_tool(self.tool)), *self.arguments()],
+                [str(self.executable()), *self.arguments()],
                 stdout=output,
                 stderr=subprocess.STDOUT if log_fd is not None else subprocess.DEVNULL,
                 env={**os.environ, **self.environment()},

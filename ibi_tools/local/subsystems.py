@@ -4,18 +4,29 @@ An IBI's prefix is made from its subsystem's host, IP and port (spec §1): two f
 minting as one port hand out the same IBIs as soon as their temporal distributors meet the
 same date. So:
 
-- a data directory's subsystems (``subsystems.json``) are written only once the minting port
-  is bound, and name that port;
-- a data directory never mints as a port it does not serve: started on another port, it is
-  refused (:class:`SubsystemError`, saying which port to use);
+- a data directory's subsystems (``subsystems.json``) are written only once the ports they
+  name are bound: the minting service's own (``local``, the minting port: what ``ibi mint``
+  mints) and one per Archive (``archive-a-8810``: ``archive-a.localhost``, 127.0.0.1 and the
+  Archive's own port), from which that Archive mints its service IBI and its items, as each
+  Archive of a real federation has its own prefix;
+- a data directory never mints as a port it does not serve: started on another minting port,
+  it is refused (:class:`SubsystemError`, saying which port to use); an Archive started on
+  another port gets a new subsystem for it, and keeps the old ones (the prefixes it owns:
+  its items keep their IBIs), which it no longer mints under. A port one of the directory's
+  subsystems named for another Archive is refused;
 - each prefix is claimed, machine-wide for the user, by the data directory that last minted
   under it (``<state dir>/local-subsystems.json``, under a lock). When another data directory
   takes the port over, it takes the previous one's last date with it (read from that
   directory's tables, or the date kept in the claim at its last stop), so the temporal
   distributor carries on after it, as one subsystem (spec §1.3).
 
-Two federations running at once can never share a subsystem: each binds its minting port for
-as long as it runs, and mints only as that port.
+Two federations running at once can never share a subsystem: each binds its minting and
+Archive ports for as long as it runs, and mints only as those ports.
+
+A data directory from before the Archives' own subsystems (one ``local`` subsystem for all)
+keeps it as the minting service's default: its items keep their IBIs (under a prefix the two
+Archives' service IBIs share, which no Archive owns), and each Archive mints from its own
+subsystem from its next start on.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -65,6 +76,40 @@ def new_subsystems(port: int) -> list[dict[str, Any]]:
     ]
 
 
+def archive_subsystem(archive: str, port: int) -> dict[str, Any]:
+    """``archive``'s own subsystem while it serves ``port``: ``<archive>.localhost``, 127.0.0.1,
+    ``port`` (rep prefix ``localhost/<archive>.<port>``), named ``<archive>-<port>``."""
+    return {
+        "name": f"{archive}-{port}",
+        "host": f"{archive}.localhost",
+        "ip": "127.0.0.1",
+        "rep_port": port,
+        "ibip_port": port,
+        "granularity": "0.001",
+    }
+
+
+def archive_of(item: Mapping[str, Any]) -> str | None:
+    """The Archive whose own subsystem ``item`` is (exactly :func:`archive_subsystem`'s), or
+    None: one of the minting service's."""
+    archive, _, port = str(item.get("name", "")).rpartition("-")
+    if archive and port.isdigit() and dict(item) == archive_subsystem(archive, int(port)):
+        return archive
+    return None
+
+
+def archive_prefixes(configured: Iterable[Mapping[str, Any]], archive: str) -> list[str]:
+    """Every prefix ``archive`` minted under (its subsystems, on every port it served), in both
+    forms: the prefixes it owns at the resolver and takes originals for."""
+    return [
+        prefix
+        for item in configured
+        if archive_of(item) == archive
+        for subsystem in [Subsystem.from_mapping(item)]
+        for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
+    ]
+
+
 def read_subsystems(data_dir: Path) -> list[dict[str, Any]] | None:
     """The data directory's subsystems, checked (None before its first start)."""
     path = data_dir / SUBSYSTEMS_FILE
@@ -76,8 +121,11 @@ def read_subsystems(data_dir: Path) -> list[dict[str, Any]] | None:
 
 
 def check_served(data_dir: Path, configured: list[dict[str, Any]], port: int) -> None:
-    """Refuse a data directory whose subsystems name another port than the one it serves."""
+    """Refuse a data directory whose minting service's subsystems name another port than the
+    one it serves (the Archives' own are each minted only while the Archive serves its port)."""
     for item in configured:
+        if archive_of(item) is not None:
+            continue
         subsystem = Subsystem.from_mapping(item)
         if subsystem.rep_port == port and subsystem.ibip_port == port:
             continue
@@ -91,15 +139,45 @@ def check_served(data_dir: Path, configured: list[dict[str, Any]], port: int) ->
         )
 
 
-def subsystems_for(data_dir: Path, port: int) -> list[dict[str, Any]]:
-    """The subsystems ``data_dir`` mints as on ``port`` — to be called once ``port`` is bound:
-    a new directory's are written down now, an existing one's must name ``port``."""
-    configured = read_subsystems(data_dir)
-    if configured is None:
-        configured = new_subsystems(port)
-        write_private(data_dir / SUBSYSTEMS_FILE, json.dumps(configured, indent=2) + "\n")
+def subsystems_for(
+    data_dir: Path, port: int, archives: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """The subsystems ``data_dir`` mints as, its minting service on ``port`` and each of
+    ``archives`` (name → port) on its own port — to be called once all those ports are bound.
+    The minting service's first (its default), then each Archive's; a new directory's, and an
+    Archive's subsystem for a port it never served, are written down now; the minting
+    service's must name ``port``."""
+    known = read_subsystems(data_dir)
+    configured = list(known) if known is not None else new_subsystems(port)
     check_served(data_dir, configured, port)
-    return configured
+    served = [item for item in configured if archive_of(item) is None]
+    for archive, archive_port in (archives or {}).items():
+        wanted = archive_subsystem(archive, archive_port)
+        if wanted not in configured:
+            _check_free(data_dir, configured, archive, wanted)
+            configured.append(wanted)
+        served.append(wanted)
+    if configured != known:
+        write_private(data_dir / SUBSYSTEMS_FILE, json.dumps(configured, indent=2) + "\n")
+    return served
+
+
+def _check_free(
+    data_dir: Path, configured: list[dict[str, Any]], archive: str, wanted: dict[str, Any]
+) -> None:
+    """Refuse ``archive``'s new subsystem when one of the directory's subsystems has one of its
+    prefixes (the port another of its Archives, or its minting service, minted as)."""
+    new = Subsystem.from_mapping(wanted)
+    for item in configured:
+        other = Subsystem.from_mapping(item)
+        shared = {other.rep_prefix, other.ibip_prefix} & {new.rep_prefix, new.ibip_prefix}
+        if shared:
+            raise SubsystemError(
+                f"{archive} cannot mint as port {new.ibip_port}: {data_dir}'s subsystem "
+                f"{other.name!r} minted as that port (prefix {min(shared)}, in "
+                f"{data_dir / SUBSYSTEMS_FILE}), and their IBIs could repeat. Give {archive} "
+                "another port with --archive-ports, or give --data-dir a new directory"
+            )
 
 
 LastDate = Callable[[Path, str], Decimal | None]  # (data dir, subsystem name) → its last date
@@ -120,7 +198,8 @@ class Claims:
         self, data_dir: Path, configured: list[dict[str, Any]], last_date: LastDate
     ) -> dict[str, Decimal]:
         """Claim every prefix of ``configured`` for ``data_dir``; for each subsystem whose
-        prefix another data directory held, the latest date minted there (to carry on from)."""
+        prefix another data directory (or another subsystem) held, the latest date minted
+        there (to carry on from)."""
         owner = str(data_dir.resolve())
         handed: dict[str, Decimal] = {}
         with self._held() as claims:
@@ -129,8 +208,11 @@ class Claims:
                 name = subsystem.name
                 for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix):
                     held = claims.get(prefix)
-                    if held is not None and held.get("data_dir") == owner:
-                        continue  # ours already: our own tables carry on
+                    if held is not None and (held.get("data_dir"), held.get("subsystem")) == (
+                        owner,
+                        name,
+                    ):
+                        continue  # this subsystem's already: its own state carries on
                     date = _last_of(held, last_date) if held is not None else None
                     if date is not None and (name not in handed or date > handed[name]):
                         handed[name] = date

@@ -1,8 +1,8 @@
 """``ibi local`` watching its own processes: a dead one is started again, a few times.
 
-What is watched: the store s3rver and each API's worker processes (the tables are SQLite in
-the workers themselves, ``tables.py``). A store that died (``kill -9``, a crash) is started
-again on the same port and the same data directory, so the APIs' clients find it where they
+What is watched: the S3 server (SeaweedFS) and each API's worker processes (the tables are
+SQLite in the workers themselves, ``tables.py``). A store that died (``kill -9``, a crash) is
+started again on the same port and the same data directory, so the APIs' clients find it where they
 left it and every object written before is still there (it keeps its data on disk, see
 ``stores.py``). A worker that died is forked again from ``ibi local``.
 

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
+from functions.shared.dynamo import FULL_DISK
 from ibi_tools.local.stores import PRIVATE_FILE
 from ibi_tools.local.table_shapes import STORE_SHAPES
 
@@ -483,8 +484,8 @@ def call_shape(operation: str, parameters: dict[str, Any]) -> str:
     the choices it makes (``ReturnValues=ALL_NEW``), the paging it asks for and any other
     parameter, by name. Its tables, keys, items, names and values are not part of it.
 
-    ``UpdateItem ConditionExpression(<,OR,attribute_not_exists) ReturnValues=UPDATED_OLD
-    UpdateExpression(ADD,SET)`` is the minting state's write."""
+    ``UpdateItem ConditionExpression(<,OR,attribute_not_exists) ReturnValues=ALL_OLD
+    UpdateExpression(ADD,SET,if_not_exists)`` is the minting state's write."""
     shape: set[str] = set()
     batch = parameters.get("RequestItems") if operation == "BatchGetItem" else None
     requests = list(batch.values()) if isinstance(batch, dict) else [parameters]
@@ -957,6 +958,11 @@ class LocalTablesClient:
         except _Invalid as error:
             raise _fail("ValidationException", str(error), operation) from None
         except sqlite3.OperationalError as error:  # locked past the timeout, disk full…
+            if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                where = self.path.resolve().parent
+                raise _fail(
+                    "InternalServerError", f"local tables: {FULL_DISK} {where} is full", operation
+                ) from None
             raise _fail("InternalServerError", f"local tables: {error}", operation) from None
 
     @staticmethod
@@ -1069,6 +1075,7 @@ class LocalTablesClient:
             new = result["new"]
             chosen = {
                 "ALL_NEW": new,
+                "ALL_OLD": old,  # (the minting state's write: the reservation it replaced)
                 "UPDATED_OLD": {n: old[n] for n in touched if n in old},
                 "UPDATED_NEW": {n: new[n] for n in touched if n in new},
             }.get(ReturnValues, {})
@@ -1154,7 +1161,7 @@ class LocalTablesClient:
         FilterExpression: str | None = None,
         Limit: int | None = None,
         ExclusiveStartKey: Record | None = None,
-        ScanIndexForward: bool = True,  # (no store reads backwards: the contract refuses it)
+        ScanIndexForward: bool = True,
         ConsistentRead: bool = False,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -1164,9 +1171,10 @@ class LocalTablesClient:
             scope_ready(scope, FilterExpression)
             if ExclusiveStartKey is not None:
                 _, sk = table.key_of(_checked_item(ExclusiveStartKey), exact=True)
-                sql += " AND sk > ?"
+                sql += " AND sk > ?" if ScanIndexForward else " AND sk < ?"
                 parameters.append(sk)
-            rows = self._page(f"{sql} ORDER BY sk", parameters, Limit)
+            order = "sk" if ScanIndexForward else "sk DESC"  # (the minting record, newest first)
+            rows = self._page(f"{sql} ORDER BY {order}", parameters, Limit)
             return _filtered(table, rows, Limit, FilterExpression, scope)
 
         return self._guard("Query", run)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ibi_tools.local.stores import free_port
+from ibi_tools.local.stores import free_port, free_ports
 
 IBI = [sys.executable, "-m", "ibi_tools.cli"]
 
@@ -25,6 +25,7 @@ class LocalRun:
         self.archives = [f"http://127.0.0.1:{p}" for p in self.archive_ports]
         self.resolver_port = free_port()
         self.resolver = f"http://127.0.0.1:{self.resolver_port}"
+        self.s3_port = free_ports(10)  # the S3 server's block (ibi_tools/local/s3.py)
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> LocalRun:
@@ -40,6 +41,8 @@ class LocalRun:
                 ",".join(map(str, self.archive_ports)),
                 "--resolver-port",
                 str(self.resolver_port),
+                "--s3-port",
+                str(self.s3_port),
                 *([] if self.demo else ["--no-demo"]),
             ],
             stdout=subprocess.PIPE,
@@ -66,7 +69,7 @@ class LocalRun:
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process is None:
             return
-        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its s3rver
+        os.killpg(self.process.pid, sig)  # the whole group: ibi local and its S3 server
         self.process.wait(timeout=20)
         self.process = None
 

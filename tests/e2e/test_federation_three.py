@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from ibi.client import ArchiveClient
+from ibi_tools.local.federation import S3_DIR
+from ibi_tools.local.s3 import SECRETS_FILE, s3_client
 from ibi_tools.local.stores import free_port
 from tests.e2e.support import IBI, LocalRun
 
@@ -136,15 +138,22 @@ def test_original_copy_next_edition_and_a_damaged_file(
     status, location, _ = fetch(f"{three.resolver}/{label}!")
     assert status == 302 and location is not None and location.startswith(c)
 
-    # A file of the original is damaged on disk; `verify` finds it.
-    published = three.data_dir / "s3" / "ibi-archive-a-files" / "items"  # not the staged uploads
+    # A file of the original is damaged in storage (written behind the Archive's back, with
+    # the S3 server's own credentials); `verify` finds it.
+    secrets = json.loads((three.data_dir / S3_DIR / SECRETS_FILE).read_text())
+    storage = s3_client(
+        f"http://127.0.0.1:{three.s3_port}", secrets["access_key"], secrets["secret_key"]
+    )
+    listed = storage.list_objects_v2(Bucket="ibi-archive-a-files", Prefix="items/")
     stored = [
-        path
-        for path in published.rglob("report.txt._S3rver_object")
-        if label.split("/")[-1] in str(path)
-    ]
+        entry["Key"]
+        for entry in listed.get("Contents", [])
+        if entry["Key"].endswith("/report.txt") and label.split("/")[-1] in entry["Key"]
+    ]  # the published file, not the staged upload
     assert len(stored) == 1, stored
-    stored[0].write_bytes(b"the report, damaged on disk\n")
+    storage.put_object(
+        Bucket="ibi-archive-a-files", Key=stored[0], Body=b"the report, damaged on disk\n"
+    )
     verify = ibi(work, "archive", "verify", label, "--endpoint", a)
     assert verify.returncode == 1 and "report.txt" in verify.stdout
 

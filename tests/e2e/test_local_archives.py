@@ -119,6 +119,7 @@ def test_copy_in_the_second_archive_and_tombstone(local: LocalRun, tmp_path: Pat
     copy = json.loads(copied.stdout)
     assert copy["state"] == "Copy" and copy["ibi"] == made["ibi"]  # both forms, from the original
     assert copy["original_sha256"] == made["files"][0]["sha256"]  # the original's checksum, kept
+    assert copy["original_check"]["status"] == "verified"  # read by the Archive (issue 24)
     assert cli("archive", "verify", ibip, "--endpoint", copies).returncode == 0
 
     twice = cli(
@@ -227,7 +228,8 @@ def test_archive_service_names_its_ibi(local: LocalRun) -> None:
 def test_published_bytes_never_change_silently_in_local_mode(
     local: LocalRun, tmp_path: Path
 ) -> None:
-    """Issue 11, finding 5, against s3rver (which binds a presigned PUT to nothing)."""
+    """Issue 11, finding 5, against local mode's S3 (SeaweedFS, which refuses other bytes at the
+    presigned PUT itself; an S3 that does not is caught at the commit)."""
     import hashlib
 
     from ibi.client import ApiError, ArchiveClient, http_send

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
 
+from infra import guardrails
 from infra.config import cdk_json_context
 from infra.stacks import (
     ARCHIVE_STACK_ID,
@@ -68,6 +70,30 @@ MINTING_EVERYTHING = {
 }
 
 
+# An institution in sa-east-1 behind the edge (us-east-1): the resolver and the Archive fronted
+# with their own domains, the canary, two alarm topics, reserved concurrency, X-Ray on.
+EDGE_CERTIFICATE_ARN = (
+    "arn:aws:acm:us-east-1:123456789012:certificate/66666666-7777-8888-9999-000000000000"
+)
+CANARY_IBI = "8JMKD3MGP8W/35MME4E"
+EDGE = {
+    "ibi:region": "sa-east-1",
+    "ibi:account": "123456789012",
+    "ibi:resolver": {"domain_name": "urlib.example.org", "certificate_arn": EDGE_CERTIFICATE_ARN},
+    "ibi:waf": {
+        "rate_limit": 500,
+        "retry_after_seconds": 120,
+        "archive_domain_name": "archive.example.org",
+        "archive_certificate_arn": EDGE_CERTIFICATE_ARN,
+        "archive_rate_limit": 30000,
+    },
+    "ibi:canary": {"ibi": CANARY_IBI},
+    "ibi:operations": {"page_email": "on-call@example.org", "ticket_email": "team@example.org"},
+    "ibi:concurrency": {"minting": 5, "archive": 20, "resolver": 50},
+    "ibi:tracing": True,
+}
+
+
 def _synth(
     tmp_path_factory: pytest.TempPathFactory, context: dict[str, object]
 ) -> tuple[App, Path]:
@@ -83,6 +109,12 @@ def _synth(
 def everything_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
     """The default app with every option on (:data:`EVERYTHING`)."""
     return _synth(tmp_path_factory, EVERYTHING)
+
+
+@pytest.fixture(scope="session")
+def edge_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[App, Path]:
+    """The default app in sa-east-1 behind the edge, with the canary (:data:`EDGE`)."""
+    return _synth(tmp_path_factory, EDGE)
 
 
 @pytest.fixture(scope="session")
@@ -123,3 +155,31 @@ def resolver_synthesized(synthesized_app: tuple[App, Path]) -> Synthesized[Resol
     stack = app.node.find_child(RESOLVER_STACK_ID)
     assert isinstance(stack, ResolverStack)
     return Synthesized(app, stack, Template.from_stack(stack), outdir)
+
+
+# A production stage's committed settings (stages/prod.json): an institution's own subsystem
+# (the spec's example host and address, never deployed from here) and its alarm addresses.
+PRODUCTION = {
+    "ibi:minting": {
+        "subsystems": [
+            {
+                "name": "default",
+                "host": "mtc-m18.sid.inpe.br",
+                "ip": "150.163.34.243",
+                "granularity": "0.001",
+            }
+        ],
+        "default_subsystem": "default",
+    },
+    "ibi:operations": {"page_email": "on-call@inpe.br", "ticket_email": "urlib@inpe.br"},
+}
+
+
+@pytest.fixture
+def stages_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stages/ directory holding :data:`PRODUCTION` as prod.json, in place of the repo's."""
+    directory = tmp_path / "stages"
+    directory.mkdir()
+    (directory / "prod.json").write_text(json.dumps(PRODUCTION))
+    monkeypatch.setattr(guardrails, "STAGES_DIR", directory)
+    return directory

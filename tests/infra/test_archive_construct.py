@@ -86,9 +86,9 @@ def test_construct_owns_one_table_two_buckets_one_function_one_api(template: Tem
     template.resource_count_is("AWS::ApiGatewayV2::Api", 1)
     # GET and HEAD public, POST /transfers/confirm and POST /oai public, 21 deposit routes,
     # the GET and HEAD guards of /api/
-    template.resource_count_is("AWS::ApiGatewayV2::Route", 27)
+    template.resource_count_is("AWS::ApiGatewayV2::Route", 28)
     # API Gateway may invoke the function once per route, from that route only
-    template.resource_count_is("AWS::Lambda::Permission", 27)
+    template.resource_count_is("AWS::Lambda::Permission", 28)
 
 
 def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Template) -> None:

@@ -16,12 +16,20 @@ from cfnlint.api import ManualArgs, lint
 
 from infra import archive
 from infra.archive import Archive
+from infra.canary import Canary
 from infra.ci import CI_DEPOSIT_ROUTES, CiMinter
 from infra.config import ConfigError, cdk_json_context
+from infra.edge import EdgeStack, OriginVerify
 from infra.minting import MintingService
 from infra.resolver import Resolver
-from infra.stacks import ARCHIVE_STACK_ID, MINTING_STACK_ID, RESOLVER_STACK_ID, build_app
-from tests.infra.conftest import EVERYTHING, MINTING_EVERYTHING
+from infra.stacks import (
+    ARCHIVE_STACK_ID,
+    EDGE_STACK_ID,
+    MINTING_STACK_ID,
+    RESOLVER_STACK_ID,
+    build_app,
+)
+from tests.infra.conftest import EDGE, EVERYTHING, MINTING_EVERYTHING
 from tests.infra.support import SKIP_BUNDLING
 
 pytestmark = pytest.mark.infra
@@ -32,12 +40,14 @@ ANNOTATION_PREFIX = "Annotation::"
 # W3005: CDK writes DependsOn entries that a Ref or GetAtt already implies.
 CFN_LINT_IGNORED = ["W3005"]
 # The two apps a platform team can synthesize: the default (an Archive with its minting, and a
-# resolver) and a minting-only deployment; each bare, and with every option on.
+# resolver) and a minting-only deployment; each bare, and with every option on; and the
+# default in sa-east-1 behind the edge in us-east-1, with the canary and X-Ray (docs/deploy.md).
 STACK_IDS = {
     "default": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID],
     "minting-only": [MINTING_STACK_ID],
     "everything": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID],
     "minting-everything": [MINTING_STACK_ID],
+    "edge": [ARCHIVE_STACK_ID, RESOLVER_STACK_ID, EDGE_STACK_ID],
 }
 _EXECUTE_API = (
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:"
@@ -52,15 +62,12 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-APIG4",  # the Archive's public GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",  # and its public POST /transfers/confirm (a signed offer)
-        "AwsSolutions-APIG4",  # and its public POST /oai (OAI-PMH harvesting, issue 15)
+        "AwsSolutions-APIG4",  # and its public GET and POST /oai (OAI-PMH harvesting)
+        "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",  # the resolver's public GET /, GET and HEAD /{proxy+}
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",
         "AwsSolutions-APIG4",  # the minting API's public GET /openapi.json
-        "AwsSolutions-IAM5[Resource::*]",  # X-Ray: the minting, Archive, resolver functions
-        "AwsSolutions-IAM5[Resource::*]",
-        "AwsSolutions-IAM5[Resource::*]",
-        "AwsSolutions-IAM5[Resource::*]",  # and the resolver's acknowledgment drain
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/history/*]",
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/uploads/*]",
@@ -75,10 +82,11 @@ ACCEPTED_FINDINGS = {
     ],
     "minting-only": [
         "AwsSolutions-APIG4",  # GET /openapi.json
-        "AwsSolutions-IAM5[Resource::*]",
         "AwsSolutions-L1",
     ],
 }
+# X-Ray's "*" (ibi:tracing, off by default): once per function that traces.
+XRAY = "AwsSolutions-IAM5[Resource::*]"
 # With every option on the stacks are pinned to eu-west-1 (ibi:region, which the resolver's
 # custom domain needs): the findings name the region, and CDK writes the CI role's partition.
 _PINNED = "arn:aws:execute-api:eu-west-1:"
@@ -98,11 +106,37 @@ ACCEPTED_FINDINGS["everything"] = sorted(
 ACCEPTED_FINDINGS["minting-everything"] = sorted(
     [*ACCEPTED_FINDINGS["minting-only"], CI_MINT_FINDING]
 )
+# Behind the edge: the public routes have the origin check (no APIG4 but the minting API's
+# document and the resolver's inclusion protocol, reached at its own address); the origin
+# checks, the canary and the distributions add theirs; every function traces.
+_SA_EAST_1 = ":execute-api:sa-east-1:123456789012:"
+ACCEPTED_FINDINGS["edge"] = sorted(
+    [
+        "AwsSolutions-APIG4",  # the minting API's public GET /openapi.json
+        "AwsSolutions-APIG4",  # the resolver's GET /<service IBI>, the inclusion protocol
+        *(f for f in ACCEPTED_FINDINGS["default"] if f.startswith("AwsSolutions-IAM5[")),
+        *["AwsSolutions-L1"] * 7,  # minting, Archive, resolver, drain, 2 origin checks, canary
+        *[XRAY] * 7,
+        "AwsSolutions-SMG4",  # the urlkey secret
+        "AwsSolutions-SMG4",  # the pepper
+        "AwsSolutions-SMG4",  # the origin-verify secrets: read by the edge when it deploys
+        "AwsSolutions-SMG4",
+        "AwsSolutions-CFR1",  # no geo restriction: persistent URLs are for readers anywhere
+        "AwsSolutions-CFR1",
+        "AwsSolutions-CFR3",  # the web ACL logs every request: the distribution's access log
+        "AwsSolutions-CFR3",
+    ]
+)
+ACCEPTED_FINDINGS["edge"] = sorted(
+    f.replace(":execute-api:<AWS::Region>:<AWS::AccountId>:", _SA_EAST_1)
+    for f in ACCEPTED_FINDINGS["edge"]
+)
 CONTEXTS = {
     "default": {},
     "minting-only": {"ibi:stacks": ["minting"]},
     "everything": EVERYTHING,
     "minting-everything": MINTING_EVERYTHING,
+    "edge": EDGE,
 }
 
 
@@ -111,6 +145,7 @@ APPS = {
     "minting-only": "minting_app",
     "everything": "everything_app",
     "minting-everything": "minting_everything_app",
+    "edge": "edge_app",
 }
 
 
@@ -178,6 +213,9 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
     monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role: None)
     monkeypatch.setattr(Resolver, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(CiMinter, "_acknowledge_findings", lambda self: None)
+    monkeypatch.setattr(OriginVerify, "_acknowledge_findings", lambda self: None)
+    monkeypatch.setattr(Canary, "_acknowledge_findings", lambda self: None)
+    monkeypatch.setattr(EdgeStack, "_acknowledge_findings", lambda self, *args: None)
     app = build_app(App(context={**cdk_json_context(), **SKIP_BUNDLING, **CONTEXTS[name]}))
     report = AwsSolutionsChecks().validate_scope(app)
     findings = [
@@ -187,20 +225,28 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
     ]
     assert sorted(rule for rule, _ in findings) == ACCEPTED_FINDINGS[name]
     public = {path for rule, path in findings if rule == "AwsSolutions-APIG4"}
-    assert public == (
-        {
+    expected = {
+        "default": {
             "IbiArchive/Archive/Api/GET--{proxy+}/Resource",
             "IbiArchive/Archive/Api/HEAD--{proxy+}/Resource",
             "IbiArchive/Archive/Api/POST--transfers--confirm/Resource",
+            "IbiArchive/Archive/Api/GET--oai/Resource",
             "IbiArchive/Archive/Api/POST--oai/Resource",
             "IbiResolver/Resolver/Api/GET--/Resource",
             "IbiResolver/Resolver/Api/GET--{proxy+}/Resource",
             "IbiResolver/Resolver/Api/HEAD--{proxy+}/Resource",
             f"IbiArchive/{MINTING_OPENAPI}",
-        }
-        if name in {"default", "everything"}
-        else {f"IbiMinting/{MINTING_OPENAPI}"}
-    )
+        },
+        "minting-only": {f"IbiMinting/{MINTING_OPENAPI}"},
+        # behind the edge every public route has the origin check, but these two
+        "edge": {
+            "IbiResolver/Resolver/Api/GET--J8LNKB5R7W--3FUQHC5/Resource",
+            f"IbiArchive/{MINTING_OPENAPI}",
+        },
+    }
+    expected["everything"] = expected["default"]
+    expected["minting-everything"] = expected["minting-only"]
+    assert public == expected[name]
 
 
 def test_cfn_lint_covers_every_stack(deployment: tuple[str, App, Path]) -> None:
@@ -267,6 +313,8 @@ def _lint(stack: Stack) -> None:
     template = json.dumps(Template.from_stack(stack).to_json())
     matches = lint(
         template,
-        config=ManualArgs(ignore_checks=CFN_LINT_IGNORED, regions=["us-east-1", "eu-west-1"]),
+        config=ManualArgs(
+            ignore_checks=CFN_LINT_IGNORED, regions=["us-east-1", "eu-west-1", "sa-east-1"]
+        ),
     )
     assert [f"{match.rule.id}: {match.message}" for match in matches] == []

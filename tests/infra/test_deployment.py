@@ -20,7 +20,6 @@ from infra.config import (
     DeploymentConfig,
     LifecycleConfig,
     ThrottleConfig,
-    WafConfig,
     cdk_json_context,
 )
 from infra.stacks import (
@@ -193,7 +192,7 @@ def test_without_a_stage_the_stacks_keep_their_ids_and_names(tmp_path: Path) -> 
         assert "ibi:stage" not in json.dumps(template)
 
 
-def test_two_stages_share_no_name(tmp_path: Path) -> None:
+def test_two_stages_share_no_name(tmp_path: Path, stages_dir: Path) -> None:
     staging = _names(synth(tmp_path / "s", **{"ibi:stage": "staging"}))
     production = _names(synth(tmp_path / "p", **{"ibi:stage": "prod"}))
     assert set(staging) == {"IbiArchive-staging", "IbiResolver-staging"}
@@ -208,7 +207,9 @@ def test_two_stages_share_no_name(tmp_path: Path) -> None:
     assert not every_staging & every_production
 
 
-def test_production_is_protected_and_every_resource_tagged(tmp_path: Path) -> None:
+def test_production_is_protected_and_every_resource_tagged(
+    tmp_path: Path, stages_dir: Path
+) -> None:
     app = synth(
         tmp_path,
         **{"ibi:stage": "prod", "ibi:tags": {"cost-center": "cgoi", "project": "urlib"}},
@@ -313,37 +314,56 @@ def _stage(synthesized: Synthesized[Any], api: Any) -> dict[str, Any]:
     return stage
 
 
-def test_every_api_is_throttled_public_and_signed_routes_apart(
+def test_every_route_has_a_bucket_of_its_own(
     archive_synthesized: Synthesized[ArchiveStack],
     resolver_synthesized: Synthesized[ResolverStack],
 ) -> None:
+    """Issue 26 item 3: a route setting per route (persistent URLs, OAI-PMH and the deposit
+    API never share a bucket), the stage's default for a route added later."""
     defaults = ThrottleConfig()
     public = {"ThrottlingRateLimit": defaults.public_rate, "ThrottlingBurstLimit": 200}
     signed = {"ThrottlingRateLimit": defaults.signed_rate, "ThrottlingBurstLimit": 40}
+    oai = {"ThrottlingRateLimit": defaults.oai_rate, "ThrottlingBurstLimit": 10}
     archive = archive_synthesized.stack.archive
     stage = _stage(archive_synthesized, archive.api)
     assert stage["Properties"]["DefaultRouteSettings"] == public
     settings = stage["Properties"]["RouteSettings"]
-    assert set(settings) == {
+    deposit = {
         f"{method.value} {path}" for method, path in (*DEPOSIT_ROUTES, *DEPOSIT_GUARD_ROUTES)
     }
-    assert "POST /api/items" in settings and "GET /{proxy+}" not in settings
-    assert all(value == signed for value in settings.values())
+    assert set(settings) == deposit | {
+        "GET /{proxy+}",
+        "HEAD /{proxy+}",
+        "GET /oai",
+        "POST /oai",
+        "POST /transfers/confirm",
+    }
+    assert all(settings[key] == signed for key in deposit | {"POST /transfers/confirm"})
+    assert settings["GET /{proxy+}"] == settings["HEAD /{proxy+}"] == public
+    assert settings["GET /oai"] == settings["POST /oai"] == oai  # harvesting below readers
     # the stage waits for the routes its settings name
     assert set(stage["DependsOn"]) >= {
         archive_synthesized.logical_id(route) for route in archive.deposit_routes
     }
     minting = _stage(archive_synthesized, archive_synthesized.stack.minting.api)
     assert minting["Properties"]["DefaultRouteSettings"] == signed
+    assert minting["Properties"]["RouteSettings"]["POST /mint"] == signed
+    assert minting["Properties"]["RouteSettings"]["GET /openapi.json"] == public
     resolver = resolver_synthesized.stack.resolver
     stage = _stage(resolver_synthesized, resolver.api)
     assert stage["Properties"]["DefaultRouteSettings"] == public
-    assert set(stage["Properties"]["RouteSettings"]) == {
+    settings = stage["Properties"]["RouteSettings"]
+    assert {key for key, value in settings.items() if value == signed} == {
         "POST /admin/archives",
         "GET /admin/archives",
         "POST /admin/prefixes",
         "GET /admin/{proxy+}",
         "HEAD /admin/{proxy+}",
+    }
+    assert {key for key, value in settings.items() if value == public} == {
+        "GET /",
+        "GET /{proxy+}",
+        "HEAD /{proxy+}",
     }
 
 
@@ -360,62 +380,12 @@ def test_throttles_are_configurable(tmp_path: Path) -> None:
         "ThrottlingRateLimit": 1,
         "ThrottlingBurstLimit": 2,
     }
-    for bad in ({"public_rate": 0}, {"signed_burst": 5001}, {"public_rate": True}, {"x": 1}):
+    for bad in (
+        {"public_rate": 0},
+        {"signed_burst": 5001},
+        {"public_rate": True},
+        {"oai_rate": 0},
+        {"x": 1},
+    ):
         with pytest.raises(ConfigError, match="ibi:throttle"):
             ThrottleConfig.from_context(bad)
-
-
-# ------------------------------------------------------- item 3: the optional rate-based rule
-
-
-def test_the_waf_rule_sits_on_a_distribution_in_front_of_the_resolver(tmp_path: Path) -> None:
-    from tests.infra.test_checks import _lint
-
-    waf = {"rate_limit": 500, "retry_after_seconds": 120}
-    app = synth(tmp_path, **{"ibi:waf": waf, "ibi:region": "us-east-1"})
-    stack = app.node.find_child(RESOLVER_STACK_ID)
-    assert isinstance(stack, ResolverStack) and stack.edge is not None
-    template = Template.from_stack(stack)
-    (acl,) = template.find_resources("AWS::WAFv2::WebACL").values()
-    assert acl["Properties"]["Scope"] == "CLOUDFRONT"
-    assert acl["Properties"]["DefaultAction"] == {"Allow": {}}
-    (rule,) = acl["Properties"]["Rules"]
-    assert rule["Statement"]["RateBasedStatement"] == {
-        "Limit": 500,
-        "AggregateKeyType": "IP",
-        "EvaluationWindowSec": 300,
-    }
-    response = rule["Action"]["Block"]["CustomResponse"]
-    assert response["ResponseCode"] == 429
-    assert response["ResponseHeaders"] == [{"Name": "Retry-After", "Value": "120"}]
-    (distribution,) = template.find_resources("AWS::CloudFront::Distribution").values()
-    config = distribution["Properties"]["DistributionConfig"]
-    acl_id = stack.get_logical_id(stack.edge.web_acl)
-    assert config["WebACLId"] == {"Fn::GetAtt": [acl_id, "Arn"]}
-    behavior = config["DefaultCacheBehavior"]
-    assert behavior["AllowedMethods"] == ["GET", "HEAD"]  # never /admin/ (signed) through it
-    (origin,) = config["Origins"]
-    assert origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
-    api_id = stack.get_logical_id(stack.resolver.api.node.default_child)  # type: ignore[arg-type]
-    assert {"Ref": api_id} in origin["DomainName"]["Fn::Join"][1]
-    assert "EdgeUrl" in template.to_json()["Outputs"]
-    _lint(stack)  # cfn-lint, as every other stack
-
-
-def test_without_the_flag_there_is_no_distribution(
-    resolver_synthesized: Synthesized[ResolverStack],
-) -> None:
-    assert not resolver_synthesized.resources("AWS::CloudFront::Distribution")
-    assert not resolver_synthesized.resources("AWS::WAFv2::WebACL")
-
-
-def test_the_waf_rule_needs_us_east_1(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="ibi:waf needs ibi:region=us-east-1"):
-        synth(tmp_path, **{"ibi:waf": True, "ibi:region": "eu-west-1"})
-    with pytest.raises(ConfigError, match="ibi:waf needs ibi:region=us-east-1"):
-        synth(tmp_path / "agnostic", **{"ibi:waf": True})
-    for bad in ({"rate_limit": 5}, {"retry_after_seconds": 0}, {"limit": 100}):
-        with pytest.raises(ConfigError, match="ibi:waf"):
-            WafConfig.from_context(bad)
-    assert WafConfig.from_context(None) is None and WafConfig.from_context("false") is None
-    assert WafConfig.from_context("true") == WafConfig()

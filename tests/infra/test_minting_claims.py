@@ -19,6 +19,7 @@ from aws_cdk import App, Stack
 from infra.config import DEFAULT_SUBSYSTEMS, cdk_json_context
 from infra.minting import CLAIM_PARAMETER_PATH, claim_parameter_name
 from infra.stacks import build_app
+from tests.infra.conftest import PRODUCTION
 from tests.infra.support import SKIP_BUNDLING
 
 pytestmark = pytest.mark.infra
@@ -107,11 +108,13 @@ def test_a_minting_stack_deployed_beside_the_archive_stack_is_refused(tmp_path: 
     account.deploy(minting_app["IbiMinting"], "IbiMinting")  # once the first is gone
 
 
-def test_two_stages_need_two_subsystems(tmp_path: Path) -> None:
+def test_two_stages_need_two_subsystems(tmp_path: Path, stages_dir: Path) -> None:
     account = Account()
-    production = _templates({"ibi:stage": "prod"}, tmp_path / "p")
+    production = _templates({"ibi:stage": "prod"}, tmp_path / "p")  # stages/prod.json's
     account.deploy(production["IbiArchive-prod"], "IbiArchive-prod")
-    same = _templates({"ibi:stage": "staging"}, tmp_path / "s")
+    same = _templates(
+        {"ibi:stage": "staging", "ibi:minting": PRODUCTION["ibi:minting"]}, tmp_path / "s"
+    )
     with pytest.raises(AlreadyExists):
         account.deploy(same["IbiArchive-staging"], "IbiArchive-staging")
     own = _templates(

@@ -90,7 +90,7 @@ def test_construct_owns_three_tables_one_function_one_api(template: Template) ->
     template.resource_count_is("AWS::DynamoDB::Table", 3)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::ApiGatewayV2::Api", 1)
-    template.resource_count_is("AWS::ApiGatewayV2::Route", 4)  # and the public GET /openapi.json
+    template.resource_count_is("AWS::ApiGatewayV2::Route", 5)  # and the public GET /openapi.json
 
 
 def test_grant_invoke_allows_execute_api_on_each_route(template: Template) -> None:
@@ -104,6 +104,7 @@ def test_grant_invoke_allows_execute_api_on_each_route(template: Template) -> No
     assert {statement["Resource"]["Fn::Join"][1][-1] for statement in statements} == {
         "/*/POST/mint",
         "/*/GET/mints",
+        "/*/GET/mints/verify",
         "/*/GET/subsystems",
     }
 

@@ -10,12 +10,14 @@ import pytest
 from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
 
+from functions.resolver.queue import MAX_RECEIVES, VISIBILITY_SECONDS
 from infra.config import ConfigError, ResolverConfig, cdk_json_context
 from infra.resolver import (
     ADMIN_GUARD_ROUTES,
     ADMIN_ROUTES,
     DRAIN_HANDLER,
     DRAIN_REGISTRY_ACTIONS,
+    DRAIN_TIMEOUT,
     PUBLIC_ROUTES,
     QUEUE_ACTIONS,
     REGISTRY_ACTIONS,
@@ -54,7 +56,7 @@ def test_the_function(resolver_synthesized: Synthesized[ResolverStack]) -> None:
     properties = functions[resolver]["Properties"]
     assert properties["Runtime"] == "python3.13" and properties["Architectures"] == ["arm64"]
     assert properties["Handler"] == "functions.resolver.handler.lambda_handler"
-    assert properties["TracingConfig"] == {"Mode": "Active"}
+    assert "TracingConfig" not in properties  # X-Ray is a choice, off by default (ibi:tracing)
     assert properties["MemorySize"] >= 512
     variables = properties["Environment"]["Variables"]
     assert variables["IBI_RESOLVER_SERVICE_IBI"] == "J8LNKB5R7W/3FUQHC5"
@@ -95,11 +97,10 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
     assert secret_actions == {"secretsmanager:GetSecretValue"}
     log_group = resolver_synthesized.logical_id(stack.resolver.log_group)
     assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
-    assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
     queue = resolver_synthesized.logical_id(stack.resolver.acknowledgment_queue)
     assert grants[arn_of(queue)] == set(QUEUE_ACTIONS) == {"sqs:SendMessage"}
-    # the two tables, the secret, the queue, the log group, X-Ray: nothing else
-    assert len(grants) == 6
+    # the two tables, the secret, the queue, the log group: nothing else (X-Ray is off)
+    assert len(grants) == 5
     everything = set().union(*grants.values())
     assert not {a for a in everything if a.endswith(":*") or a == "*"}
     assert not {a for a in everything if a.startswith("s3:")}
@@ -116,8 +117,10 @@ def test_acknowledgments_go_through_a_queue_with_a_dead_letter_queue(
     dead = resolver_synthesized.logical_id(resolver.dead_letters)
     assert queue["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dead, "Arn"]},
-        "maxReceiveCount": 5,
+        "maxReceiveCount": MAX_RECEIVES,  # 3: the 10 minutes an urlkey lives
     }
+    # Lambda's advice for an SQS event source: 6 times the function's timeout
+    assert queue["VisibilityTimeout"] == VISIBILITY_SECONDS == 6 * DRAIN_TIMEOUT.to_seconds()
     assert queue["SqsManagedSseEnabled"] is True
     functions = resolver_synthesized.resources("AWS::Lambda::Function")
     drain = functions[resolver_synthesized.logical_id(resolver.drain)]["Properties"]
@@ -154,8 +157,7 @@ def test_the_drain_has_least_privilege(resolver_synthesized: Synthesized[Resolve
     }
     log_group = resolver_synthesized.logical_id(resolver.drain_logs)
     assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
-    assert grants['"*"'] == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-    assert len(grants) == 4  # no pepper, no throttle table, no SendMessage
+    assert len(grants) == 3  # no pepper, no throttle table, no SendMessage, no X-Ray
     dead = resolver_synthesized.logical_id(resolver.dead_letters)
     for role in (resolver.role, resolver.drain_role):  # nobody reads the dead letters but you
         held = granted(resolver_synthesized.template, resolver_synthesized.logical_id(role))
@@ -225,9 +227,7 @@ def test_custom_domain_in_the_app(everything_app: tuple[App, Path]) -> None:
     }
     assert mapping["Properties"]["DomainName"] == {"Ref": domain_id}
     outputs = resolver.template.find_outputs("*")
-    assert outputs["ResolverUrl"]["Value"] == {
-        "Fn::Join": ["", ["https://", {"Ref": domain_id}, "/"]]
-    }
+    assert outputs["ResolverUrl"]["Value"] == "https://urlib.example.org/"
     assert outputs["DomainTarget"]["Value"] == {"Fn::GetAtt": [domain_id, "RegionalDomainName"]}
     assert outputs["DomainHostedZoneId"]["Value"] == {
         "Fn::GetAtt": [domain_id, "RegionalHostedZoneId"]
@@ -336,14 +336,19 @@ def test_construct_alone_in_a_bare_stack() -> None:
 def test_a_dead_lettered_acknowledgment_alarms(
     resolver_synthesized: Synthesized[ResolverStack],
 ) -> None:
+    """New dead letters alarm, not the ones already there: the queue keeps them 14 days."""
     stack = resolver_synthesized.stack
     alarm = stack.operations.alarms["resolver-dead-letters"]
     alarms = resolver_synthesized.resources("AWS::CloudWatch::Alarm")
     properties = alarms[resolver_synthesized.logical_id(alarm)]["Properties"]
     dead = resolver_synthesized.logical_id(stack.resolver.dead_letters)
-    assert properties["Namespace"] == "AWS/SQS"
-    assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert properties["Dimensions"] == [
+    metrics = {metric["Id"]: metric for metric in properties["Metrics"]}
+    (expression,) = [m for m in metrics.values() if "Expression" in m]
+    assert expression["Expression"] == "MAX([DIFF(FILL(visible, 0)), 0])"
+    visible = metrics["visible"]["MetricStat"]["Metric"]
+    assert visible["Namespace"] == "AWS/SQS"
+    assert visible["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert visible["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": [dead, "QueueName"]}}
     ]
     assert properties["Threshold"] == 1

@@ -85,12 +85,48 @@ def test_the_role_is_assumed_by_oidc_before_the_deposit(workflow: dict[str, Any]
     assert workflow["jobs"]["deposit"]["environment"] == "release"
 
 
-def test_ibi_is_installed_from_this_repository_by_default(workflow: dict[str, Any]) -> None:
+def _install(workflow: dict[str, Any], checkout: Path, spec: str) -> tuple[int, str, str]:
+    """Run the install step in ``checkout`` with a ``python`` that only says what it got."""
+    bin_dir = checkout / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    python = bin_dir / "python"
+    python.write_text('#!/bin/sh\necho "installed: $*"\n')
+    python.chmod(0o755)
     install = _step(workflow, "Install the ibi command")
-    assert install["run"] == 'python -m pip install "${IBI_PIP_SPEC:-.}"'
+    result = subprocess.run(
+        ["bash", "-e", "-c", install["run"]],
+        cwd=checkout,
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "IBI_PIP_SPEC": spec},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_ibi_is_installed_from_this_checkout_only_if_it_is_ibi(
+    workflow: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue 26 item 8: copied to another repository, the default installed that project."""
+    install = _step(workflow, "Install the ibi command")
     assert install["env"] == {"IBI_PIP_SPEC": "${{ vars.IBI_PIP_SPEC }}"}
     names = [step.get("name") for step in _steps(workflow)]
     assert names.index("Install the ibi command") < names.index("Deposit")
+    ibi = tmp_path / "ibi"
+    ibi.mkdir()
+    (ibi / "pyproject.toml").write_text((WORKFLOW.parents[2] / "pyproject.toml").read_text())
+    assert _install(workflow, ibi, "") == (0, "installed: -m pip install .\n", "")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "their-tool"\n')
+    status, stdout, _ = _install(workflow, other, "")
+    assert status == 1 and "installed" not in stdout
+    assert "::error::set the repository variable IBI_PIP_SPEC" in stdout
+    spec = "git+https://github.com/inpe/ibi@v0.1.0"
+    assert _install(workflow, tmp_path / "other", spec)[:2] == (
+        0,
+        f"installed: -m pip install {spec}\n",
+    )
 
 
 def test_the_job_outputs_are_the_steps(workflow: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
-"""DynamoDB for integration tests: moto in-process and local mode's tables (SQLite, in
-process), or, race-free, dynalite on loopback (local mode's tables are race-free too, from many
-processes: tests/integration/test_concurrency.py)."""
+"""DynamoDB for integration tests: moto in-process, and local mode's tables (SQLite), in process
+or shared by the worker processes of servers on loopback, as ``ibi local`` runs them (their
+conditional writes are atomic across processes: tests/integration/test_concurrency.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from functions.minting.store import ensure_tables
+from ibi_tools.local.tables import LocalTables
 from tests.conftest import TABLES, dynamodb_client
 
 
@@ -24,11 +25,10 @@ def dynamodb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture
-def dynalite_endpoint(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
-    """dynalite (npm) on loopback: one event loop, so conditional writes are atomic."""
-    from ibi_tools.local.stores import Dynalite
-
-    with Dynalite(tmp_path / "dynamodb") as server:
-        client = server.client()
-        ensure_tables(client, TABLES)
-        yield server, client
+def local_tables(tmp_path: Path) -> tuple[LocalTables, Any]:
+    """Local mode's tables in a file of their own, for servers whose worker processes each
+    take a client (``tables.client()``), and one client for the test, the minting tables made."""
+    tables = LocalTables(tmp_path / "tables.sqlite3")
+    client = tables.client()
+    ensure_tables(client, TABLES)
+    return tables, client

@@ -1,4 +1,4 @@
-"""The Archive's file store against moto (in-process and as a server) and s3rver (LocalS3).
+"""The Archive's file store against moto (in-process and as a server) and SeaweedFS (LocalS3).
 
 Uploads and downloads go through presigned URLs with real HTTP requests, so those tests run
 against the two backends that serve HTTP: moto's ThreadedMotoServer and LocalS3.
@@ -32,12 +32,12 @@ from functions.archive.files import (
 )
 from ibi.core.errors import InvalidInput
 from ibi_tools.local.s3 import LocalS3
-from ibi_tools.local.stores import LOOPBACK, free_port
+from ibi_tools.local.stores import LOOPBACK, free_port, free_ports
 
 ITEM = "sid.inpe.br/mtc-m18/2009/07.21.13.23"
 IBIP_ITEM = "8JMKD3MGP8W/35MME4E"
 SIGV4 = Config(signature_version="s3v4", s3={"addressing_style": "path"})
-HTTP_BACKENDS = ["moto-server", "s3rver"]
+HTTP_BACKENDS = ["moto-server", "seaweedfs"]
 
 
 def sha256(data: bytes) -> str:
@@ -55,7 +55,7 @@ def moto_server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
-    with LocalS3(tmp_path_factory.mktemp("local-s3") / "s3") as server:
+    with LocalS3(tmp_path_factory.mktemp("local-s3") / "s3", port=free_ports(10)) as server:
         yield server
 
 
@@ -63,7 +63,7 @@ def _client(backend: str, request: pytest.FixtureRequest) -> Any:
     if backend == "moto-server":
         endpoint = request.getfixturevalue("moto_server")
         return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=SIGV4)
-    if backend == "s3rver":
+    if backend == "seaweedfs":
         return request.getfixturevalue("local_s3").client()
     return boto3.client("s3", region_name="us-east-1", config=SIGV4)
 

@@ -477,9 +477,12 @@ def test_a_transfer_the_receiver_does_not_take_is_rolled_back(
     from ibi_tools.local.stores import free_port
 
     deposit(invoke, runtime)
+    # An address the Archive will not contact (loopback, outside its allowed networks): the
+    # caller's to correct (422), never contacted, nothing moved.
     unreachable = json.dumps({"to": f"http://127.0.0.1:{free_port()}", "leave": "copy"})
     answer = invoke("transfer_item.json", body=unreachable)
-    assert answer["statusCode"] == 502 and body(answer)["error"]["code"] == "TransferRefused"
+    assert answer["statusCode"] == 422 and body(answer)["error"]["code"] == "Unprocessable"
+    assert "will not contact" in body(answer)["error"]["message"]
     item = body(invoke("get_item.json"))
     assert item["state"] == "Original" and item["transferable"] is True
     bad = invoke("transfer_item.json", body=json.dumps({"to": "ftp://x", "leave": "copy"}))

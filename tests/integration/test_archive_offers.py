@@ -7,6 +7,9 @@ owner's credential (``X-Owner``), as API Gateway answers a caller of another acc
 receiver never holds the sender's credential, so the transfer succeeds only if it goes through
 the sender's public routes: ``/col/`` and ``POST /transfers/confirm``.
 
+Both are registered and included at a real resolver (in local mode's tables): an original
+moves only to an Archive registered there, each read at its registered address (issue 24).
+
 Switches the test sets in files the workers read: the clock's offset (an expired offer), bytes
 damaged on their way to the receiver, a confirmation whose answer is lost after the sender acted.
 """
@@ -19,7 +22,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import count
@@ -68,9 +71,20 @@ def call(
 
 
 def _factory(
-    name: str, owner: str, switches: Path, first_date: int, seed: bool, port: list[int]
+    name: str,
+    owner: str,
+    switches: Path,
+    first_date: int,
+    seed: bool,
+    port: list[int],
+    resolver: str,
+    items: int = ITEMS,
+    shared: Any = None,
 ) -> Callable[[], Any]:
-    """Runs in the worker after the fork: this Archive's own stores, keys and clock."""
+    """Runs in the worker after the fork: this Archive's own stores, keys and clock. The
+    receiver's stores are ``shared`` by its two workers (items on tables, files on disk): one
+    takes an offer while the other answers the sender, which reads it at its registered address
+    before it lets the original go."""
 
     def factory() -> Any:
         from functions.archive import wiring
@@ -92,7 +106,16 @@ def _factory(
             offset = switches / "offset"
             return Decimal(int(time.time()) + (int(offset.read_text()) if offset.exists() else 0))
 
-        store, files = MemoryItemStore(), MemoryFileStore()
+        store: Any = MemoryItemStore()
+        files = MemoryFileStore()
+        if shared is not None:
+            from functions.archive.store import DynamoItemStore
+
+            tables, directory = shared
+            store = DynamoItemStore(tables.client(), f"{name}-items")
+            files.files = OnDisk(directory / "files")  # type: ignore[assignment]
+            files.uploads = OnDisk(directory / "uploads")  # type: ignore[assignment]
+            files.versions = OnDisk(directory / "versions")  # type: ignore[assignment]
         settings = ArchiveSettings.from_environment({"IBI_ARCHIVE_TABLE": f"{name}-items"})
         service = ArchiveService(store, clock=clock, mint=mint, own_prefixes=OWN, name=name)
         runtime = Runtime(
@@ -101,10 +124,10 @@ def _factory(
             settings=settings,
             clock=clock,
             files=files,
-            receivers=receivers(("127.0.0.0/8",)),
+            receivers=receivers(("127.0.0.0/8",), resolver),
         )
         site = wiring.install(runtime).start(f"http://127.0.0.1:{port[0]}")
-        for n in range(ITEMS if seed else 0):
+        for n in range(items if seed else 0):
             item = service.create_original({"language": "en", "dc": {"title": [f"item-{n}"]}})
             for path, data in FILES.items():
                 files.upload(item.key, path, data)
@@ -140,16 +163,82 @@ def switch_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("switches")
 
 
+class OnDisk(MutableMapping[tuple[str, ...], bytes]):
+    """A dict of bytes kept in a directory, so that every worker of an Archive sees it."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+
+    def _file(self, key: tuple[str, ...]) -> Path:
+        return self.directory / hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+    def __getitem__(self, key: tuple[str, ...]) -> bytes:
+        try:
+            return self._file(key).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key: tuple[str, ...], value: bytes) -> None:
+        self._file(key).write_bytes(value)
+        self._file(key).with_suffix(".key").write_text(json.dumps(key))
+
+    def __delitem__(self, key: tuple[str, ...]) -> None:
+        self._file(key).unlink()
+        self._file(key).with_suffix(".key").unlink()
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return (tuple(json.loads(f.read_text())) for f in self.directory.glob("*.key"))
+
+    def __len__(self) -> int:
+        return len(list(self.directory.glob("*.key")))
+
+
 @pytest.fixture(scope="module")
-def archives(switch_dir: Path) -> Iterator[tuple[Archive, Archive]]:
-    switches = switch_dir
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from ibi_tools.local.tables import LocalTables
+
+    yield LocalTables(tmp_path_factory.mktemp("tables") / "tables.sqlite3")
+
+
+@pytest.fixture(scope="module")
+def resolver(tables: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalGateway]:
+    """The real resolver, in local mode's tables: where both Archives are registered."""
+    from tests.integration.test_archive_robustness import start_resolver
+
+    gateway = start_resolver(tables, tmp_path_factory.mktemp("resolver"))
+    try:
+        yield gateway
+    finally:
+        gateway.shutdown()
+
+
+@pytest.fixture(scope="module")
+def archives(
+    switch_dir: Path, resolver: LocalGateway, tables: Any
+) -> Iterator[tuple[Archive, Archive]]:
+    yield from federation(switch_dir, resolver, tables)
+
+
+def federation(
+    switches: Path, resolver: LocalGateway, tables: Any, items: int = ITEMS
+) -> Iterator[tuple[Archive, Archive]]:
+    """A sender holding ``items`` originals (one worker, its stores in memory) and an empty
+    receiver (two workers sharing theirs), both included at ``resolver``."""
+    from functions.archive.model import Forms
+    from functions.archive.store import ensure_table
+    from tests.integration.test_archive_robustness import include
+
     gateways, pair = [], []
     for name, first_date, seed in (("sender", 1795473000, True), ("receiver", 1795490000, False)):
         port: list[int] = []
         owner = f"{name}-owner-credential"
-        gateway = LocalGateway(
-            name, _factory(name, owner, switches, first_date, seed, port), 0, workers=1
-        )
+        shared = None
+        if not seed:
+            ensure_table(tables.client(), f"{name}-items")
+            shared = (tables, switches / f"{name}-files")
+        made = _factory(name, owner, switches, first_date, seed, port, resolver.url, items, shared)
+        gateway = LocalGateway(name, made, 0, workers=1 if seed else 2)
         port.append(gateway.port)
         gateways.append(gateway.start())
         pair.append(Archive(gateway.url, owner))
@@ -166,6 +255,8 @@ def archives(switch_dir: Path) -> Iterator[tuple[Archive, Archive]]:
                         raise
                     time.sleep(0.1)
             archive.service = answer["archiveserviceibi"]["ibip"]
+        for archive, gateway in zip(pair, gateways, strict=True):
+            include(resolver.url, Forms(ibip=archive.service), gateway)
         yield pair[0], pair[1]
     finally:
         for gateway in gateways:
@@ -286,12 +377,30 @@ def test_an_expired_offer_is_refused_and_nothing_changes(
 
 
 def test_an_offer_for_another_archive_is_refused(
-    archives: tuple[Archive, Archive], switches: Path
+    archives: tuple[Archive, Archive], switches: Path, resolver: LocalGateway
 ) -> None:
+    from types import SimpleNamespace
+
+    from functions.archive.model import Forms
+    from functions.resolver.directory import CACHE_SECONDS
+    from tests.integration.archives import FakeArchive, serving
+    from tests.integration.test_archive_robustness import include
+
     sender, receiver = archives
     ibi = an_original(sender)
     elsewhere = "8JMKD3MGP8W/3FSUP4L"  # some third Archive's service IBI
-    token = offer(sender, ibi, elsewhere)
+    status, answer = sender.api("POST", f"/api/item/offers?ibi={ibi}", {"to": elsewhere})
+    assert status == 409 and "not registered" in answer["error"]["message"], answer
+    with serving(FakeArchive(elsewhere)) as (third,):  # registered and included: offered
+        include(resolver.url, Forms(ibip=elsewhere), SimpleNamespace(url=f"http://{third.address}"))
+        deadline = time.monotonic() + 2 * CACHE_SECONDS  # the resolver's snapshot, refreshed
+        while (made := sender.api("POST", f"/api/item/offers?ibi={ibi}", {"to": elsewhere}))[
+            0
+        ] == 409 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        status, answer = made
+        assert status == 201, answer
+        token = str(answer["offer"])
 
     status, answer = receiver.api("POST", "/api/transfers/accept", {"offer": token})
 

@@ -147,12 +147,12 @@ def follow(url: str) -> list[tuple[int, str]]:
     raise AssertionError(f"a redirect loop: {seen}")
 
 
-def start_resolver(dynalite: Any, tmp_path: Path) -> LocalGateway:
+def start_resolver(tables: Any, tmp_path: Path) -> LocalGateway:
     from functions.resolver import wiring as resolver_wiring
     from functions.resolver.registry import ensure_table as ensure_registry
     from functions.resolver.settings import ResolverSettings
 
-    ensure_registry(dynalite.client(), "resolver")
+    ensure_registry(tables.client(), "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",
@@ -167,20 +167,20 @@ def start_resolver(dynalite: Any, tmp_path: Path) -> LocalGateway:
     def handler() -> Any:  # in the worker
         from functions.resolver.handler import lambda_handler as resolve
 
-        resolver_wiring.install(resolver_wiring.build(settings, dynamodb=dynalite.client()))
+        resolver_wiring.install(resolver_wiring.build(settings, dynamodb=tables.client()))
         return resolve
 
     return LocalGateway("resolver", handler, free_port(), workers=2).start()
 
 
 def start_archive(
-    name: str, service: Forms, dynalite: Any, resolver: str, *, state: str, damaged: bool
+    name: str, service: Forms, tables: Any, resolver: str, *, state: str, damaged: bool
 ) -> LocalGateway:
-    """An Archive holding ``ITEM`` (``state``: original or copy) in a table on dynalite, its
+    """An Archive holding ``ITEM`` (``state``: original or copy) in a table of local mode's tables, its
     file in memory (one worker: the fork's copy is the only one); ``damaged``: bit rot."""
     table, port = f"{name}-items", free_port()
-    ensure_table(dynalite.client(), table)
-    store = DynamoItemStore(dynalite.client(), table)
+    ensure_table(tables.client(), table)
+    store = DynamoItemStore(tables.client(), table)
     store.claim_service_item(service)
     files = MemoryFileStore()
     deposit = ArchiveService(
@@ -214,7 +214,7 @@ def start_archive(
     def handler() -> Any:  # in the worker
         from functions.archive.handler import lambda_handler as serve
 
-        runtime = wiring.build(settings, dynamodb=dynalite.client())
+        runtime = wiring.build(settings, dynamodb=tables.client())
         runtime.files = files
         wiring.install(runtime)
         return serve
@@ -240,18 +240,16 @@ def include(resolver: str, service: Forms, archive: LocalGateway) -> None:
 
 @pytest.mark.parametrize("good_copy", [True, False], ids=["good-copy", "no-good-copy"])
 def test_a_reader_of_a_damaged_original_never_sees_a_5xx_while_a_good_copy_exists(
-    dynalite_endpoint: Any, tmp_path: Path, good_copy: bool
+    local_tables: Any, tmp_path: Path, good_copy: bool
 ) -> None:
-    dynalite, _ = dynalite_endpoint
-    gateways = [resolver := start_resolver(dynalite, tmp_path)]
+    tables, _ = local_tables
+    gateways = [resolver := start_resolver(tables, tmp_path)]
     try:
-        a = start_archive("a", SERVICE, dynalite, resolver.url, state="original", damaged=True)
+        a = start_archive("a", SERVICE, tables, resolver.url, state="original", damaged=True)
         gateways.append(a)
         include(resolver.url, SERVICE, a)
         if good_copy:
-            b = start_archive(
-                "b", OTHER_SERVICE, dynalite, resolver.url, state="copy", damaged=False
-            )
+            b = start_archive("b", OTHER_SERVICE, tables, resolver.url, state="copy", damaged=False)
             gateways.append(b)
             include(resolver.url, OTHER_SERVICE, b)
         first = follow(f"{resolver.url}/{ITEM}")

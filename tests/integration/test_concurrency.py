@@ -6,7 +6,8 @@ whose conditional writes are atomic across processes (BEGIN IMMEDIATE). Requests
 1 to 1000 IBIs, without blocks of dates (the deployed default) and with local mode's blocks:
 every IBI answered is unique, the record holds each of them exactly once and nothing else, and
 dates increase in commit order (without blocks each record names the date it replaced, and
-those links form one chain). ``make mutants`` checks that this test, among others, fails when
+those links form one chain), and ``GET /mints/verify`` finds the record whole: every date up
+to the state's is in one reservation, issued once or shown unused. ``make mutants`` checks that this test, among others, fails when
 a condition of the minting store is weakened.
 """
 
@@ -27,6 +28,7 @@ import pytest
 from functions.minting import wiring
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore, MintRecord, ensure_tables
+from ibi.core.dates import format_date
 from ibi_tools.local.federation import LOCAL_MINT_BLOCK_SECONDS
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.tables import LocalTables
@@ -71,6 +73,7 @@ def test_concurrent_mints_never_collide(tables: LocalTables, block_seconds: str)
     gateway = LocalGateway("minting", handler, 0, workers=THREADS).start()
     try:
         answered, failures = mint_from_threads(gateway.url)
+        verified = verify_through(gateway.url)
     finally:
         gateway.shutdown()
 
@@ -105,6 +108,32 @@ def test_concurrent_mints_never_collide(tables: LocalTables, block_seconds: str)
             assert after.previous_date == before.dates[-1]
     last = store.last_date("default")
     assert last is not None and last >= recorded[-1]
+    assert_verified(verified, records=len(records), ibis=len(recorded), last=last)
+    if block_seconds == "0":  # each request reserved its own dates: nothing unused
+        assert verified["reservations"] == len(records) and verified["unused"] == []
+
+
+def verify_through(url: str) -> dict[str, Any]:
+    """``GET /mints/verify``'s answer for the default subsystem."""
+    address = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    try:
+        connection.request("GET", "/mints/verify?subsystem=default")
+        response = connection.getresponse()
+        assert response.status == 200
+        answer: dict[str, Any] = json.loads(response.read())
+        return answer
+    finally:
+        connection.close()
+
+
+def assert_verified(
+    verified: dict[str, Any], *, records: int, ibis: int, last: Decimal | None
+) -> None:
+    """The verification found no problem, and walked the whole record up to ``last``."""
+    assert verified["problems"] == [] and verified["ok"] is True
+    assert (verified["records"], verified["ibis"]) == (records, ibis)
+    assert verified["last_date"] == (None if last is None else format_date(last))
 
 
 def mint_from_threads(url: str) -> tuple[list[list[list[dict[str, str]]]], list[str]]:

@@ -1,9 +1,10 @@
-"""The corpus (tests/corpus_files.py) through the deposit API, over moto's S3 and s3rver.
+"""The corpus (tests/corpus_files.py) through the deposit API, over moto's S3 and SeaweedFS.
 
 The Archive's real handler in process, its items in local mode's tables, its files in moto's
-S3 server (as AWS S3 answers) or in local mode's s3rver, each on loopback, so that each
+S3 server (as AWS S3 answers) or in local mode's SeaweedFS, each on loopback, so that each
 presigned PUT and GET is a real request (issue 23: names with ``; , # ? & + =`` could not be
-published on s3rver). Every file is announced, sent through its presigned URL, committed, then
+published on s3rver, local mode's S3 before SeaweedFS). Every file is announced, sent through
+its presigned URL, committed, then
 fetched back as the persistent URL leads to it (the service protocol's ``urlRequest`` with
 ``parsedibiurl.filepath``, the URL it answers, then S3's presigned URL for a large file): the
 same bytes, its type, an attachment unless its type is shown inline.
@@ -40,7 +41,7 @@ from functions.archive.wiring import Runtime
 from ibi.core.pairlist import encode_query, parse_pair_list
 from ibi_tools.local.gateway import LocalContext
 from ibi_tools.local.s3 import LocalS3
-from ibi_tools.local.stores import LOOPBACK, free_port
+from ibi_tools.local.stores import LOOPBACK, free_port, free_ports
 from ibi_tools.local.tables import LocalTables
 from tests.corpus_files import IMPOSSIBLE, CorpusFile, corpus
 from tests.fakes import FakeClock
@@ -62,12 +63,12 @@ def moto_s3() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
-    with LocalS3(tmp_path_factory.mktemp("corpus-s3") / "s3") as server:
+    with LocalS3(tmp_path_factory.mktemp("corpus-s3") / "s3", port=free_ports(10)) as server:
         yield server
 
 
 def s3_client(backend: str, request: pytest.FixtureRequest) -> Any:
-    if backend == "s3rver":
+    if backend == "seaweedfs":
         return request.getfixturevalue("local_s3").client()
     return boto3.client(
         "s3",
@@ -79,9 +80,9 @@ def s3_client(backend: str, request: pytest.FixtureRequest) -> Any:
     )
 
 
-@pytest.fixture(params=["moto-server", "s3rver"])
+@pytest.fixture(params=["moto-server", "seaweedfs"])
 def archive(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runtime]:
-    """The Archive over moto's S3 server (as AWS S3 answers) or local mode's s3rver."""
+    """The Archive over moto's S3 server (as AWS S3 answers) or local mode's SeaweedFS."""
     dynamodb = LocalTables(tmp_path / "tables.sqlite3").client()
     ensure_table(dynamodb, "archive-items")
     s3 = s3_client(request.param, request)
@@ -208,24 +209,3 @@ def test_an_impossible_name_is_refused_with_a_400_naming_the_file(
     answer = call("POST", "/api/item/uploads", {"files": declared}, f"ibi={label}")
     assert answer["statusCode"] == 400
     assert repr(name)[1:-1] in json.loads(answer["body"])["error"]["message"]
-
-
-def test_s3rver_keeps_what_it_could_keep_before_where_it_was(local_s3: LocalS3) -> None:
-    """Only names s3rver could not store are stored under shorter ones: a data directory
-    written before keeps its files where the Archive looks for them."""
-    plain = boto3.client(
-        "s3",
-        endpoint_url=local_s3.endpoint,
-        region_name="us-east-1",
-        config=SIGV4,
-        aws_access_key_id="S3RVER",
-        aws_secret_access_key="S3RVER",
-    )  # without LocalS3.client()'s rewriting
-    bucket = f"kept-{uuid.uuid4().hex[:12]}"
-    plain.create_bucket(Bucket=bucket)
-    key = f"items/{'f' * 255}/{'n' * 229}.txt"  # the longest folder and name s3rver keeps
-    plain.put_object(Bucket=bucket, Key=key, Body=b"kept")
-    assert local_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read() == b"kept"
-    longer = f"items/{'n' * 230}.txt"
-    local_s3.client().put_object(Bucket=bucket, Key=longer, Body=b"new")
-    assert local_s3.client().get_object(Bucket=bucket, Key=longer)["Body"].read() == b"new"

@@ -57,12 +57,12 @@ def _literal(variables: dict[str, Any]) -> dict[str, str]:
     return {name: value for name, value in variables.items() if isinstance(value, str)}
 
 
-def _start_resolver(variables: dict[str, Any], dynalite: Any, tmp_path: Path) -> LocalGateway:
+def _start_resolver(variables: dict[str, Any], tables: Any, tmp_path: Path) -> LocalGateway:
     from functions.resolver import wiring
     from functions.resolver.registry import ensure_table
     from functions.resolver.settings import ResolverSettings
 
-    ensure_table(dynalite.client(), "registry")
+    ensure_table(tables.client(), "registry")
     environment = {
         **_literal(variables),
         "IBI_RESOLVER_TABLE": "registry",  # a Ref in the template
@@ -76,14 +76,14 @@ def _start_resolver(variables: dict[str, Any], dynalite: Any, tmp_path: Path) ->
     def handler() -> Any:
         from functions.resolver.handler import lambda_handler
 
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        wiring.install(wiring.build(settings, dynamodb=tables.client()))
         return lambda_handler
 
     return LocalGateway("resolver", handler, free_port(), workers=2).start()
 
 
 def _start_archive(
-    variables: dict[str, Any], resolver_url: str, dynalite: Any, client: Any
+    variables: dict[str, Any], resolver_url: str, tables: Any, client: Any
 ) -> LocalGateway:
     from functions.archive import wiring
     from functions.archive.settings import ArchiveSettings
@@ -103,7 +103,7 @@ def _start_archive(
     def handler() -> Any:
         from functions.archive.handler import lambda_handler
 
-        runtime = wiring.build(settings, dynamodb=dynalite.client(), registration_key=lambda: KEY)
+        runtime = wiring.build(settings, dynamodb=tables.client(), registration_key=lambda: KEY)
         wiring.install(runtime)
         return lambda_handler
 
@@ -124,17 +124,17 @@ def _start_archive(
     ],
 )
 def test_an_archive_joins_a_resolver_with_its_own_service_ibi(
-    dynalite_endpoint: Any, tmp_path: Path, join: dict[str, Any]
+    local_tables: Any, tmp_path: Path, join: dict[str, Any]
 ) -> None:
-    dynalite, client = dynalite_endpoint
+    tables, client = local_tables
     archive_env, resolver_env = _environments(tmp_path, join)
     assert archive_env["IBI_REGISTRATION_KEY_PARAMETER"] == "/ibi/k"
-    resolver = _start_resolver(resolver_env, dynalite, tmp_path)
+    resolver = _start_resolver(resolver_env, tables, tmp_path)
     archive = None
     try:
         admin = ResolverClient(resolver.url, sign=False)
         admin.register(ARCHIVE_SERVICE.ibip or "", KEY)
-        archive = _start_archive(archive_env, resolver.url, dynalite, client)
+        archive = _start_archive(archive_env, resolver.url, tables, client)
         # the first request starts the execution environment, which switches itself on
         request = urllib.request.Request(
             f"{archive.url}/api/service", headers={"Accept": "application/json"}
@@ -149,21 +149,19 @@ def test_an_archive_joins_a_resolver_with_its_own_service_ibi(
         resolver.shutdown()
 
 
-def test_without_the_resolvers_ibi_the_join_goes_nowhere(
-    dynalite_endpoint: Any, tmp_path: Path
-) -> None:
+def test_without_the_resolvers_ibi_the_join_goes_nowhere(local_tables: Any, tmp_path: Path) -> None:
     """The template before issue 13 (no IBI_RESOLVER_SERVICE_IBI): the Archive asks at the
     default IBI's path, which this resolver does not serve, and is never included."""
-    dynalite, client = dynalite_endpoint
+    tables, client = local_tables
     join = {"resolver_url": "https://urlib.example.org", "registration_key_parameter": "/ibi/k"}
     archive_env, resolver_env = _environments(tmp_path, join)
     del archive_env["IBI_RESOLVER_SERVICE_IBI"]
-    resolver = _start_resolver(resolver_env, dynalite, tmp_path)
+    resolver = _start_resolver(resolver_env, tables, tmp_path)
     archive = None
     try:
         admin = ResolverClient(resolver.url, sign=False)
         admin.register(ARCHIVE_SERVICE.ibip or "", KEY)
-        archive = _start_archive(archive_env, resolver.url, dynalite, client)
+        archive = _start_archive(archive_env, resolver.url, tables, client)
         request = urllib.request.Request(
             f"{archive.url}/api/service", headers={"Accept": "application/json"}
         )

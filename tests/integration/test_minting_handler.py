@@ -60,6 +60,10 @@ def test_every_event_has_an_answer(invoke: Invoke) -> None:
         "mint_unknown_subsystem.json": 404,
         "mint_wrong_method.json": 405,
         "list_mints.json": 200,
+        "list_mints_newest.json": 200,
+        "list_mints_bad_order.json": 400,
+        "find_mint.json": 404,
+        "verify_mints.json": 200,
         "list_subsystems.json": 200,
     }
     assert sorted(expected) == sorted(p.name for p in EVENTS.glob("*.json"))

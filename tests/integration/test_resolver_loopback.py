@@ -54,18 +54,18 @@ def get(
 
 
 @pytest.fixture
-def resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
-    yield from _resolver(dynalite_endpoint, tmp_path)
+def resolver(local_tables: Any, tmp_path: Path) -> Iterator[str]:
+    yield from _resolver(local_tables, tmp_path)
 
 
 @pytest.fixture
-def patient_resolver(dynalite_endpoint: Any, tmp_path: Path) -> Iterator[str]:
+def patient_resolver(local_tables: Any, tmp_path: Path) -> Iterator[str]:
     """A grace of 500 ms: two fast Archives on a busy machine both answer within it."""
-    yield from _resolver(dynalite_endpoint, tmp_path, IBI_ORIGINAL_GRACE_MS="500")
+    yield from _resolver(local_tables, tmp_path, IBI_ORIGINAL_GRACE_MS="500")
 
 
-def _resolver(dynalite_endpoint: Any, tmp_path: Path, **more: str) -> Iterator[str]:
-    dynalite, client = dynalite_endpoint
+def _resolver(local_tables: Any, tmp_path: Path, **more: str) -> Iterator[str]:
+    tables, client = local_tables
     ensure_table(client, "resolver")
     settings = ResolverSettings.from_environment(
         {
@@ -81,7 +81,7 @@ def _resolver(dynalite_endpoint: Any, tmp_path: Path, **more: str) -> Iterator[s
     def handler() -> Any:  # in each worker process
         from functions.resolver.handler import lambda_handler
 
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        wiring.install(wiring.build(settings, dynamodb=tables.client()))
         return lambda_handler
 
     gateway = LocalGateway("resolver", handler, free_port(), workers=3).start()
@@ -354,9 +354,7 @@ def test_location_hints_ask_the_likely_archive_first(resolver: str) -> None:
         assert [len(a.requests) for a in others] == [b + 1 for b in before]
 
 
-def test_an_archive_configured_to_join_switches_itself_on(
-    resolver: str, dynalite_endpoint: Any
-) -> None:
+def test_an_archive_configured_to_join_switches_itself_on(resolver: str, local_tables: Any) -> None:
     """IBI_JOIN_RESOLVER_URL + a registration key: the Archive includes itself when it starts."""
     from functions.archive import wiring
     from functions.archive.model import Forms
@@ -364,7 +362,7 @@ def test_an_archive_configured_to_join_switches_itself_on(
     from functions.archive.store import DynamoItemStore
     from functions.archive.store import ensure_table as ensure_items
 
-    dynalite, client = dynalite_endpoint
+    tables, client = local_tables
     ensure_items(client, "joining-items")
     service = Forms(ibip="8JMKD3MGP8W/3FSUP4L")
     DynamoItemStore(client, "joining-items").claim_service_item(service)
@@ -384,7 +382,7 @@ def test_an_archive_configured_to_join_switches_itself_on(
 
         # in AWS: the SSM SecureString named above
         wiring.install(
-            wiring.build(settings, dynamodb=dynalite.client(), registration_key=lambda: KEY)
+            wiring.build(settings, dynamodb=tables.client(), registration_key=lambda: KEY)
         )
         return lambda_handler
 

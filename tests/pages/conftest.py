@@ -13,7 +13,8 @@ from functions.resolver import wiring
 from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import Dynalite, free_port
+from ibi_tools.local.stores import free_port
+from ibi_tools.local.tables import LocalTables
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -50,11 +51,11 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def start_resolver(
-    data: Path, dynalite: Dynalite, *, workers: int, archive_timeout: str, deadline: str
+    data: Path, tables: LocalTables, *, workers: int, archive_timeout: str, deadline: str
 ) -> LocalGateway:
-    """The resolver's handler behind the gateway stand-in, over ``dynalite``, its pepper in
-    ``data``, talking to Archives on loopback (the page tests' resolver)."""
-    ensure_table(dynalite.client(), "resolver")
+    """The resolver's handler behind the gateway stand-in, over local mode's ``tables``, its
+    pepper in ``data``, talking to Archives on loopback (the page tests' resolver)."""
+    ensure_table(tables.client(), "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",
@@ -68,7 +69,7 @@ def start_resolver(
     def handler() -> Any:  # in each worker process
         from functions.resolver.handler import lambda_handler
 
-        wiring.install(wiring.build(settings, dynamodb=dynalite.client()))
+        wiring.install(wiring.build(settings, dynamodb=tables.client()))
         return lambda_handler
 
     return LocalGateway("resolver", handler, free_port(), workers=workers).start()
@@ -77,7 +78,7 @@ def start_resolver(
 @pytest.fixture(scope="session")
 def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("resolver")
-    with Dynalite(data / "dynamodb") as dynalite:
-        gateway = start_resolver(data, dynalite, workers=2, archive_timeout="1", deadline="2")
-        yield gateway.url
-        gateway.shutdown()
+    tables = LocalTables(data / "tables.sqlite3")
+    gateway = start_resolver(data, tables, workers=2, archive_timeout="1", deadline="2")
+    yield gateway.url
+    gateway.shutdown()

@@ -1,5 +1,5 @@
-"""An Archive's pages in headless Chromium (issue 15, Pages): the real Archive handler over dynalite
-and s3rver, joined to the real resolver handler, both on loopback. Each page has the resolver's
+"""An Archive's pages in headless Chromium (issue 15, Pages): the real Archive handler over local mode's
+tables and SeaweedFS, joined to the real resolver handler, both on loopback. Each page has the resolver's
 look under its own strict policy, fits a phone, and links to the item's other pages and to its
 persistent URL, which the resolver turns back into the item; a damaged file gets a styled page.
 """
@@ -29,8 +29,9 @@ from functions.shared import look
 from ibi.client import ArchiveClient, ResolverClient, switch_archive
 from ibi.core.labels import IBI
 from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.s3 import LocalS3
-from ibi_tools.local.stores import Dynalite, free_port
+from ibi_tools.local.s3 import WEED_PORTS, LocalS3
+from ibi_tools.local.stores import free_port, free_ports
+from ibi_tools.local.tables import LocalTables
 from tests.pages.conftest import start_resolver
 from tests.pages.test_pages_browser import csp_errors
 
@@ -40,12 +41,12 @@ LONG = "a-rather-long-directory-name/with/several/levels/and-a-file-name-that-go
 BUCKET = "archive-files"
 
 
-def archive_gateway(dynalite: Dynalite, s3: LocalS3, resolver: str) -> LocalGateway:
+def archive_gateway(tables: LocalTables, s3: LocalS3, resolver: str) -> LocalGateway:
     """One Archive that knows the resolver it joins (its pages link persistent URLs there)."""
     from functions.archive import wiring
     from functions.archive.store import ensure_table
 
-    ensure_table(dynalite.client(), "archive-items")
+    ensure_table(tables.client(), "archive-items")
     s3.ensure_bucket(BUCKET)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -65,7 +66,7 @@ def archive_gateway(dynalite: Dynalite, s3: LocalS3, resolver: str) -> LocalGate
     def handler() -> Any:  # in the worker process, before it serves: the bootstrap
         from functions.archive.handler import lambda_handler
 
-        runtime = wiring.build(settings, dynamodb=dynalite.client(), s3=s3.client(), mint=mint)
+        runtime = wiring.build(settings, dynamodb=tables.client(), s3=s3.client(), mint=mint)
         wiring.install(runtime).start(base)
         return lambda_handler
 
@@ -100,10 +101,11 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     """The resolver; an Archive switched on there holding ``report`` (metadata, two files) and
     ``damaged`` (a file whose stored bytes no longer match their SHA-256)."""
     data: Path = tmp_path_factory.mktemp("archive-pages")
-    with Dynalite(data / "dynamodb") as dynalite, LocalS3(data / "s3") as s3:
+    tables = LocalTables(data / "tables.sqlite3")
+    with LocalS3(data / "s3", port=free_ports(len(WEED_PORTS))) as s3:
         # One worker: once it redirects an item, every later request sees the Archive too.
-        resolver = start_resolver(data, dynalite, workers=1, archive_timeout="2", deadline="4")
-        archive = archive_gateway(dynalite, s3, resolver.url)
+        resolver = start_resolver(data, tables, workers=1, archive_timeout="2", deadline="4")
+        archive = archive_gateway(tables, s3, resolver.url)
         try:
             client = ArchiveClient(archive.url, sign=False, retries=10)
             service = client.service()["archiveserviceibi"]

@@ -15,7 +15,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from ibi.client import ResolverClient, send_switch
-from ibi_tools.local.stores import Dynalite
+from ibi_tools.local.tables import LocalTables
 from tests.integration.archives import FakeArchive, serving
 from tests.pages.conftest import start_resolver
 from tests.pages.test_pages_browser import csp_errors, inspect
@@ -53,8 +53,9 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "LK47B6W/362SFKH",
         {ITEM: answer(ITEM, "Copy", BAD), CONFLICT: answer(CONFLICT, "Original", GOOD)},
     )
-    with Dynalite(data / "dynamodb") as dynalite, serving(a, b):
-        gateway = start_resolver(data, dynalite, workers=2, archive_timeout="1", deadline="3")
+    with serving(a, b):
+        tables = LocalTables(data / "tables.sqlite3")
+        gateway = start_resolver(data, tables, workers=2, archive_timeout="1", deadline="3")
         try:
             admin = ResolverClient(gateway.url, sign=False)
             for archive in (a, b):

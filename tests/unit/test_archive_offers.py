@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from functions.archive.content import ContentService
+from functions.archive.content import ContentService, Receivers
 from functions.archive.errors import BadRequest, Conflict, Unprocessable
 from functions.archive.model import Forms, State
 from functions.archive.offers import (
@@ -26,15 +26,17 @@ from functions.archive.offers import (
     confirm,
     read_offer,
 )
+from functions.archive.registered import shown, transfer_view
 from functions.archive.service import ArchiveService
 from functions.archive.urlkeys import UrlKeys
 from functions.archive.views import ArchiveViews
 from tests.fakes import FakeClock
-from tests.fakes_archive import MemoryFileStore, MemoryItemStore
+from tests.fakes_archive import MemoryFileStore, MemoryItemStore, MemoryRegistry
 
 ITEM = "8JMKD3MGP8W/35MME4E"
 SENDER, RECEIVER = "D7N2U8HW/4GRGLD2", "D7N2U8HW/4GRHGMK"  # two Archives' service IBIs
 FILES = {"paper.pdf": b"%PDF-1.7 a paper\n"}
+REGISTRY = MemoryRegistry()  # the resolver both Archives are registered at (each Side adds itself)
 
 
 class Keys:
@@ -43,6 +45,13 @@ class Keys:
 
     def load(self) -> list[bytes]:
         return self.keys
+
+
+class HoldsNothing:
+    """A registered Archive that holds nothing yet, as its public transfer view shows."""
+
+    def transfer_view(self, ibi: str) -> None:
+        return None
 
 
 class Side:
@@ -58,7 +67,13 @@ class Side:
             files=self.files,
             serve_inline_bytes=1024,
             offer_keys=OfferKeys(keys),
+            receivers=Receivers(connect=self._no_deposit_api, registry=REGISTRY),
         )
+        if seed:  # the receiver is registered, holding nothing until its Side is made
+            REGISTRY.add(SENDER, "https://a.example.org", self)
+            REGISTRY.add(RECEIVER, "https://b.example.org", HoldsNothing())
+        else:
+            REGISTRY.add(RECEIVER, "https://b.example.org", self)
         if seed:
             self.service.create_original({"ibi": ITEM, "language": "en"})
             for path, data in FILES.items():
@@ -68,6 +83,15 @@ class Side:
                 for p, d in FILES.items()
             ]
             self.content.commit_files(ITEM, {"files": declared})
+
+    @staticmethod
+    def _no_deposit_api(to: str) -> Any:
+        raise AssertionError(f"an offer never calls another Archive's deposit API ({to})")
+
+    def transfer_view(self, ibi: str) -> dict[str, Any] | None:
+        """Its public ``GET /transfers/held`` (the registry reads it)."""
+        item = self.service.items.get(Forms.of(ibi).key)
+        return transfer_view(item) if item is not None and shown(item) else None
 
     def state(self) -> tuple[State, bool] | None:
         item = self.service.items.get(ITEM)
@@ -138,13 +162,23 @@ def test_only_a_transferable_original_is_offered_for_a_while() -> None:
 
 
 def test_the_confirmation_is_single_use_and_answers_a_retry_the_same() -> None:
-    sender = Side(Keys(b"k"), seed=True)
+    sender, receiver = Side(Keys(b"k"), seed=True), Side(Keys(b"r"), seed=False)
     token = make(sender)
+    lost = InProcess(sender, [ConnectionError("reset")])  # staged there, not confirmed yet
+    with pytest.raises(Unconfirmed):
+        accept(
+            receiver.content,
+            lambda _: lost,
+            token,
+            me=Forms.of(RECEIVER),
+            principal="o",
+            registry=REGISTRY,
+        )
     body = {"offer": token, "receiver": RECEIVER, "action": "confirm"}
-    first = confirm(sender.service, sender.content._keys(), body, sender=SENDER)
+    first = confirm(sender.service, sender.content._keys(), body, sender=SENDER, registry=REGISTRY)
     assert first["confirmed"] is True and sender.state() == (State.COPY, False)
     sender.clock.sleep(10**6)  # long expired: a lost answer is still answered
-    again = confirm(sender.service, sender.content._keys(), body, sender=SENDER)
+    again = confirm(sender.service, sender.content._keys(), body, sender=SENDER, registry=REGISTRY)
     assert again == first and len(sender.service.get(ITEM).history) == 1
     # An offer made before a change to the item is dead.
     other = Side(Keys(b"k"), seed=True)
@@ -152,7 +186,7 @@ def test_the_confirmation_is_single_use_and_answers_a_retry_the_same() -> None:
     other.service.update(ITEM, {"listable": False})
     with pytest.raises(OfferRefused, match="changed"):
         body = {"offer": stale, "receiver": RECEIVER, "action": "check"}
-        confirm(other.service, other.content._keys(), body, sender=SENDER)
+        confirm(other.service, other.content._keys(), body, sender=SENDER, registry=REGISTRY)
 
 
 def test_the_receiver_forgets_what_it_staged_only_on_a_refusal() -> None:
@@ -162,14 +196,30 @@ def test_the_receiver_forgets_what_it_staged_only_on_a_refusal() -> None:
     unknown = InProcess(sender, [ConnectionError("reset"), (503, {})])
     for _ in range(2):  # the sender cannot be reached, then answers 503: kept, staged
         with pytest.raises(Unconfirmed, match="accept again"):
-            accept(receiver.content, lambda _: unknown, token, me=me, principal="owner")
+            accept(
+                receiver.content,
+                lambda _: unknown,
+                token,
+                me=me,
+                principal="owner",
+                registry=REGISTRY,
+            )
         assert receiver.state() == (State.COPY, True)
         assert sender.state() == (State.ORIGINAL, False)
     refused = InProcess(sender, [(403, {"error": {"message": "no"}})])
     with pytest.raises(OfferRefused, match="no"):
-        accept(receiver.content, lambda _: refused, token, me=me, principal="owner")
+        accept(
+            receiver.content, lambda _: refused, token, me=me, principal="owner", registry=REGISTRY
+        )
     assert receiver.state() is None and sender.state() == (State.ORIGINAL, False)
-    item = accept(receiver.content, lambda _: InProcess(sender), token, me=me, principal="x")
+    item = accept(
+        receiver.content,
+        lambda _: InProcess(sender),
+        token,
+        me=me,
+        principal="x",
+        registry=REGISTRY,
+    )
     assert item.state is State.ORIGINAL and sender.state() == (State.COPY, False)
     assert receiver.files.files[(ITEM, "paper.pdf")] == FILES["paper.pdf"]
 
@@ -185,6 +235,7 @@ def test_the_receiver_refuses_an_expired_offer_before_reading_anything() -> None
             token,
             me=Forms.of(RECEIVER),
             principal="o",
+            registry=REGISTRY,
         )
     assert receiver.state() is None and sender.state() == (State.ORIGINAL, False)
 
@@ -192,8 +243,14 @@ def test_the_receiver_refuses_an_expired_offer_before_reading_anything() -> None
 def test_an_offer_for_an_item_held_here_already_says_in_what_state() -> None:
     sender, receiver = Side(Keys(b"s"), seed=True), Side(Keys(b"r"), seed=False)
     token = make(sender)
+    me = Forms.of(RECEIVER)
     accept(
-        receiver.content, lambda _: InProcess(sender), token, me=Forms.of(RECEIVER), principal="o"
+        receiver.content,
+        lambda _: InProcess(sender),
+        token,
+        me=me,
+        principal="o",
+        registry=REGISTRY,
     )
     with pytest.raises(Conflict, match=r"held here already \(an Original\): offer used"):
         accept(
@@ -202,4 +259,5 @@ def test_an_offer_for_an_item_held_here_already_says_in_what_state() -> None:
             token,
             me=Forms.of(RECEIVER),
             principal="o",
+            registry=REGISTRY,
         )

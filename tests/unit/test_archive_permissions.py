@@ -9,6 +9,7 @@ subsystems, unless an operator imports it (recorded); a copy's checksum is a rea
 from __future__ import annotations
 
 import hashlib
+import re
 from decimal import Decimal
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from functions.archive.content import ContentService
 from functions.archive.errors import BadRequest, Conflict
 from functions.archive.mapping import item_from_mapping, item_to_mapping
-from functions.archive.model import State
+from functions.archive.model import Forms, State
 from functions.archive.service import (
     CREATOR_WINDOW,
     ArchiveService,
@@ -204,6 +205,20 @@ def test_no_original_for_an_ibi_of_another_subsystem(ibi: object) -> None:
         archive.service.create_original({"ibi": ibi}, principal=CI)
     assert refused.value.status == 403
     assert archive.service.items.items == {}  # type: ignore[attr-defined]
+
+
+def test_no_original_minted_under_another_archives_subsystem() -> None:
+    """One minting service, several Archives' subsystems: a depositor naming another
+    Archive's subsystem gets no original here (its IBI would be that Archive's prefix)."""
+    archive = Archive()
+    archive.service._mint = lambda subsystem, key: (  # type: ignore[assignment]
+        Forms(rep="urlib.net/www/2009/07.21.13.23") if subsystem == "theirs" else Forms(ibip=ITEM)
+    )
+    with pytest.raises(NotOwnSubsystem, match=re.escape("urlib.net/www/2009/07.21.13.23")):
+        archive.service.create_original({"subsystem": "theirs"}, principal=CI)
+    assert archive.service.items.items == {}  # type: ignore[attr-defined]
+    ours = archive.service.create_original({"subsystem": "ours"}, principal=CI)
+    assert ours.state is State.ORIGINAL
 
 
 def test_an_original_of_its_own_subsystems_in_either_form() -> None:

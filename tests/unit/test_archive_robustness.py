@@ -430,21 +430,26 @@ def test_a_tombstone_stored_before_this_counts_as_a_deleted_original_unless_it_w
 
 
 def test_an_offer_is_accepted_where_the_copy_was_deleted() -> None:
+    from functions.archive.content import Receivers
     from functions.archive.offers import OfferKeys
+    from tests.fakes_archive import MemoryRegistry
 
     class Keys:
         def load(self) -> list[bytes]:
             return [b"k"]
 
-    sender = Sender()
+    sender, registry = Sender(), MemoryRegistry()
     content = ContentService(
         sender.service,
         views=ArchiveViews("https://a.example.org"),
         files=sender.files,
         serve_inline_bytes=99,
         offer_keys=OfferKeys(Keys()),
+        receivers=Receivers(connect=lambda to: None, registry=registry),
     )
     receiver = MemoryArchive()
+    registry.add("D7N2U8HW/4GRHGMK", "https://b.example.org", receiver)
+    registry.add("D7N2U8HW/4GRGLD2", "https://a.example.org", receiver)  # only found, not read
     receiver.service.add_copy({"ibi": ITEM})
     receiver.service.delete(ITEM)
     me = Forms(ibip="D7N2U8HW/4GRHGMK")
@@ -457,7 +462,9 @@ def test_an_offer_is_accepted_where_the_copy_was_deleted() -> None:
         def confirm(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
             return 200, content.confirm_offer(body, sender="D7N2U8HW/4GRGLD2")
 
-    item = accept(receiver.content, lambda _: Public(), token, me=me, principal="owner")
+    item = accept(
+        receiver.content, lambda _: Public(), token, me=me, principal="owner", registry=registry
+    )
     assert item.state is State.ORIGINAL and [f.path for f in item.files] == ["paper.pdf"]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from functions.archive.content import ContentService, Receivers
-from functions.archive.errors import Conflict, NotHeld
+from functions.archive.errors import Conflict, NotHeld, Unprocessable
 from functions.archive.model import Forms, Item, State
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.service import ArchiveService, NotCreator
@@ -26,9 +26,16 @@ from functions.archive.views import ArchiveViews
 from functions.archive.wiring import receivers
 from ibi.client import ApiError
 from tests.fakes import FakeClock
-from tests.fakes_archive import MemoryArchive, MemoryFileStore, MemoryItemStore
+from tests.fakes_archive import (
+    ClaimingArchive,
+    MemoryArchive,
+    MemoryFileStore,
+    MemoryItemStore,
+    MemoryRegistry,
+)
 
 ITEM = "8JMKD3MGP8W/35MME4E"
+RECEIVER = "D7N2U8HW/4GRHGMK"  # the receiving Archive's service IBI
 FILES = {"paper.pdf": b"%PDF-1.7 a paper\n", "data.csv": b"x,y\n1,2\n"}
 
 
@@ -80,7 +87,8 @@ def test_a_transfer_moves_the_item_with_its_files_links_and_checksums() -> None:
     sender, receiver = Sender(), MemoryArchive()
     never_two_originals(sender, receiver)
     moved = sender.move(receiver)
-    assert receiver.calls == ["receive", "upload", "item", "complete"]
+    # Read through its deposit API, then where the resolver registered it, before and after.
+    assert receiver.calls == ["receive", "upload", "item", "registered", "complete", "registered"]
     assert moved.here.state is State.COPY
     assert moved.here.original_sha256 == hashlib.sha256(FILES["paper.pdf"]).hexdigest()
     there = receiver.held(ITEM)
@@ -154,7 +162,7 @@ def test_a_failed_promotion_puts_the_original_back_with_its_files(leave: str) ->
     receiver.fail["complete"] = TimeoutError("timed out")
     refused(sender, receiver, leave=leave)
     # asked again (still pending, not promoted), its incoming item cancelled, ours restored
-    assert receiver.calls[-3:] == ["complete", "item", "cancel"]
+    assert receiver.calls[-3:] == ["complete", "registered", "cancel"]
 
 
 def test_a_promotion_whose_answer_is_lost_is_a_transfer_not_two_originals() -> None:
@@ -279,14 +287,16 @@ def test_a_transfer_goes_only_to_public_addresses(to: str) -> None:
         serve_inline_bytes=1024,
         receivers=receivers(),
     )
-    with pytest.raises(TransferFailed, match="will not contact") as failed:
+    with pytest.raises(Unprocessable, match="will not contact") as refused:
         content.transfer(ITEM, {"to": to, "leave": "copy"})
-    assert failed.value.refused
+    assert refused.value.status == 422  # the caller's address to correct, never contacted
     sender.still_the_original()
 
 
 def test_the_whole_transfer_has_a_time_budget() -> None:
     sender, receiver = Sender(), MemoryArchive()
+    registry = MemoryRegistry()
+    registry.add(RECEIVER, "https://b.example.org", receiver)
     ticks = itertools.chain([0.0], itertools.repeat(20.0))  # 20 s gone before the release
     content = ContentService(
         sender.service,
@@ -294,7 +304,10 @@ def test_the_whole_transfer_has_a_time_budget() -> None:
         files=sender.files,
         serve_inline_bytes=1024,
         receivers=Receivers(
-            connect=lambda _: receiver, budget_seconds=26.0, clock=lambda: next(ticks)
+            connect=lambda _: ClaimingArchive(receiver, RECEIVER),
+            budget_seconds=26.0,
+            clock=lambda: next(ticks),
+            registry=registry,
         ),
     )
     with pytest.raises(TransferFailed, match="time"):
@@ -329,7 +342,7 @@ def test_a_promotion_that_wins_over_the_cancellation_is_a_transfer() -> None:
     sender, receiver = Sender(), MemoryArchive()
     never_two_originals(sender, receiver)
     receiver.lose["complete"] = TimeoutError("timed out")
-    real = receiver.item
+    real = receiver.registered_item
     looks: list[str] = []
 
     def late(ibi: str) -> Any:  # the first look after the promotion comes too early
@@ -338,7 +351,7 @@ def test_a_promotion_that_wins_over_the_cancellation_is_a_transfer() -> None:
             raise TimeoutError("timed out")
         return real(ibi)
 
-    receiver.item = late  # type: ignore[method-assign]
+    receiver.registered_item = late  # type: ignore[method-assign]
     moved = sender.move(receiver)
-    assert receiver.calls[-3:] == ["complete", "cancel", "item"] and len(looks) == 3
+    assert receiver.calls[-3:] == ["complete", "cancel", "registered"] and len(looks) == 3
     assert moved.here.state is State.COPY and moved.there["state"] == "Original"

@@ -29,12 +29,20 @@ def test_the_report_shows_every_suite_its_target_and_its_plot(tmp_path: Path) ->
     target = tmp_path / "BENCHMARKS.md"
     write_report(target, RESULTS)
     report = target.read_text()
-    for section in ("## Minting", "## Resolution", "## Start-up", "## A peer", "## A flood"):
+    sections = (
+        "## Minting",
+        "## Resolution",
+        "## Owners",
+        "## Start-up",
+        "## A peer",
+        "## A flood",
+    )
+    for section in sections:
         assert section in report
-    assert len(re.findall(r"^Targets?[: ]", report, flags=re.MULTILINE)) == 5
+    assert len(re.findall(r"^Targets?[: ]", report, flags=re.MULTILINE)) == 6
     for plot in re.findall(r"\(bench/results/(\w+\.png)\)", report):
         assert (RESULTS / plot).is_file(), plot
-    assert len(re.findall(r"\(bench/results/(\w+\.png)\)", report)) == 4
+    assert len(re.findall(r"\(bench/results/(\w+\.png)\)", report)) == 5
 
 
 def test_the_committed_report_is_what_the_committed_results_make(tmp_path: Path) -> None:

@@ -270,11 +270,11 @@ OUTSIDE = [
         },
     ),
     (
-        "UpdateItem ReturnValues=ALL_OLD UpdateExpression(SET)",
+        "UpdateItem ReturnValues=UPDATED_NEW UpdateExpression(SET)",
         {
             "UpdateExpression": "SET n = :one",
             "ExpressionAttributeValues": {":one": {"N": "1"}},
-            "ReturnValues": "ALL_OLD",
+            "ReturnValues": "UPDATED_NEW",
         },
     ),
     (

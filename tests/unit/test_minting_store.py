@@ -169,7 +169,8 @@ def test_a_write_after_the_state_needs_no_read_and_names_what_it_replaced() -> N
         def write(new: str, previous: str | None = None) -> Decimal | None:
             known = Decimal(previous) if previous else None
             step = StateWrite("default", known, Decimal(new), "0.001", 1, first=Decimal(new))
-            return store.advance(step)
+            replaced = store.advance(step)
+            return replaced.end if replaced is not None else None
 
         assert write("10") is None  # the first write of the subsystem
         assert write("12", previous="5") == Decimal(10)  # stale, but 12 is after 10: it wins

@@ -1,0 +1,1 @@
+"""The edge's origin check: the authorizer of the public routes behind CloudFront."""
