@@ -105,7 +105,9 @@ class MemoryItemStore:
     def access_count(self, label: str) -> int:
         return self.accesses.get(label, 0)
 
-    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]:
+    def scan(
+        self, *, after: str | None, limit: int, consistent: bool = True
+    ) -> tuple[list[Item], str | None]:
         keys = sorted(k for k in self.items if after is None or k > after)
         page = keys[:limit]
         return [self.items[k] for k in page], (page[-1] if len(keys) > limit else None)

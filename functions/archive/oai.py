@@ -15,9 +15,16 @@ verbs, their arguments checked as the protocol says (§3.1, §4), and its error 
   ``deletedRecord`` is ``persistent``: its header says ``status="deleted"`` and it has no
   metadata. Items on their way in (a transfer not complete) and the Archive's own service
   item are not records.
-* **Resumption tokens**: opaque (base64url of JSON): the verb, its arguments, the key of the
-  last item sent (the scan's next ``ExclusiveStartKey``) and the cursor. They never expire
-  (the table's keys do not move); one the Archive did not make is ``badResumptionToken``.
+* **Resumption tokens**: opaque (base64url of JSON): the verb, its arguments, where the scan
+  resumes (the key of the last item sent, or of the last item read: the scan's next
+  ``ExclusiveStartKey``) and the cursor. They never expire (the table's keys do not move);
+  one the Archive did not make is ``badResumptionToken``.
+* **Read budget**: a list request reads at most ``scan_pages`` Scan pages of ``page_size``
+  items, eventually consistent, so a ``from``/``until``/``set`` that matches little cannot
+  make one unsigned request read the whole table. When the budget is spent the page ends
+  with what it found and a token where the scan stopped, even with no record at all (an
+  empty list with a token, which OAI-PMH.xsd's ``minOccurs`` does not allow: see
+  docs/decisions.md). ``noRecordsMatch`` only when the whole table was read.
 """
 
 from __future__ import annotations
@@ -26,11 +33,10 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from decimal import Decimal
-from itertools import islice
 from typing import Protocol
 from urllib.parse import parse_qsl
 from xml.etree import ElementTree
@@ -40,7 +46,7 @@ from functions.archive.views import OAI_DC, XSI, oai_dc_element
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
-from ibi.defaults import OAI_PAGE_SIZE
+from ibi.defaults import OAI_PAGE_SIZE, OAI_SCAN_PAGES
 
 OAI = "http://www.openarchives.org/OAI/2.0/"
 OAI_PMH_SCHEMA = f"{OAI} http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
@@ -90,7 +96,9 @@ class Items(Protocol):
     """What the repository reads (``store.ItemStore``)."""
 
     def get(self, label: str) -> Item | None: ...
-    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
+    def scan(
+        self, *, after: str | None, limit: int, consistent: bool = True
+    ) -> tuple[list[Item], str | None]: ...
 
 
 def request_arguments(text: str) -> list[tuple[str, str]]:
@@ -204,7 +212,7 @@ class Harvest:
                 and isinstance(harvest.after, str)
                 and 0 < len(harvest.after) <= 2048
                 and isinstance(harvest.cursor, int)
-                and harvest.cursor > 0
+                and harvest.cursor >= 0  # 0: a budget spent before the first record
                 and all(isinstance(v, str | None) for v in (harvest.start, harvest.until))
                 and (harvest.set is None or harvest.set in SETS)
             )
@@ -247,11 +255,13 @@ class Repository:
         *,
         clock: Callable[[], Decimal],
         page_size: int = OAI_PAGE_SIZE,
+        scan_pages: int = OAI_SCAN_PAGES,
     ) -> None:
         self._items = items
         self._identity = identity
         self._clock = clock
         self._page_size = page_size
+        self._scan_pages = scan_pages
         self._verbs: dict[str, Callable[[str, dict[str, str]], ElementTree.Element]] = {
             "Identify": self._identify,
             "ListMetadataFormats": self._list_metadata_formats,
@@ -352,35 +362,37 @@ class Repository:
         else:
             harvest = Harvest.of(verb, arguments)
             _check_format(harvest.metadata_prefix)
-        stream = self._selected(harvest)
-        page = list(islice(stream, self._page_size))
-        more = next(stream, None) is not None
-        if not page:
-            if token is not None:  # what it led to changed since: an empty rest
-                raise OaiError("badResumptionToken", "nothing is left in this list")
+        page, resume_after = self._page(harvest)
+        if not page and resume_after is None and token is None:
             raise OaiError("noRecordsMatch", "no record matches these arguments")
         element = ElementTree.Element(f"{{{OAI}}}{verb}")
         for item in page:
             element.append(_header(item) if verb == "ListIdentifiers" else _record(item))
-        if more or token is not None:  # the last part of a split list: an empty token
+        if resume_after is not None or token is not None:  # the last part: an empty token
             resume = ElementTree.SubElement(
                 element, f"{{{OAI}}}resumptionToken", {"cursor": str(harvest.cursor)}
             )
-            if more:
-                resume.text = harvest.token(page[-1].key, harvest.cursor + len(page))
+            if resume_after is not None:
+                resume.text = harvest.token(resume_after, harvest.cursor + len(page))
         return element
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _selected(self, harvest: Harvest) -> Iterator[Item]:
-        """The records of ``harvest`` after its key, in the table's order, scanned lazily."""
+    def _page(self, harvest: Harvest) -> tuple[list[Item], str | None]:
+        """The next records of ``harvest`` (at most a page, in the table's order), within the
+        read budget, and the key the list resumes after (None: the table is read to its end).
+        A full page reads on, within the budget, for one record more: so that the last page
+        of a list is not followed by an empty one."""
+        found: list[Item] = []
         after = harvest.after
-        while True:
-            items, more = self._items.scan(after=after, limit=self._page_size + 1)
-            yield from (item for item in items if harvest.selects(item))
-            if more is None:
-                return
-            after = more
+        for _ in range(self._scan_pages):
+            items, after = self._items.scan(after=after, limit=self._page_size, consistent=False)
+            found.extend(item for item in items if harvest.selects(item))
+            if len(found) > self._page_size:  # one more than a page: resume after the last sent
+                return found[: self._page_size], found[self._page_size - 1].key
+            if after is None:
+                break
+        return found, after  # the table's end, or the budget spent: resume where it stopped
 
     def _record_item(self, oai_identifier: str) -> Item:
         item = self._items.get(label_of(oai_identifier))
@@ -479,6 +491,7 @@ def archive_repository(
     admin_email: str,
     clock: Callable[[], Decimal],
     page_size: int = OAI_PAGE_SIZE,
+    scan_pages: int = OAI_SCAN_PAGES,
 ) -> Repository:
     """The repository of the Archive at ``base_url`` whose service item is ``service_ibi``.
 
@@ -492,4 +505,4 @@ def archive_repository(
         admin_email=admin_email,
         earliest=parse_label(service_ibi).date,
     )
-    return Repository(items, identity, clock=clock, page_size=page_size)
+    return Repository(items, identity, clock=clock, page_size=page_size, scan_pages=scan_pages)

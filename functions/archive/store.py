@@ -60,7 +60,9 @@ class ItemStore(Protocol):
     def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
     def count_access(self, label: str) -> int: ...
     def access_count(self, label: str) -> int: ...
-    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
+    def scan(
+        self, *, after: str | None, limit: int, consistent: bool = True
+    ) -> tuple[list[Item], str | None]: ...
 
 
 def _profile(record: dict[str, Any] | None) -> Profile:
@@ -337,14 +339,18 @@ class DynamoItemStore:
         record = self._get(label) or {}
         return int(record.get("access_count", {}).get("N", "0"))
 
-    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]:
-        """The items (no aliases, no bookkeeping), a page at a time."""
+    def scan(
+        self, *, after: str | None, limit: int, consistent: bool = True
+    ) -> tuple[list[Item], str | None]:
+        """The items (no aliases, no bookkeeping), a page at a time: ``limit`` records read
+        (DynamoDB's Limit counts before the filter), and the key the next page starts after.
+        ``consistent=False``: half the read capacity (the public OAI-PMH harvest)."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "Limit": limit,
             "FilterExpression": "attribute_exists(#data)",
             "ExpressionAttributeNames": {"#data": "data"},
-            "ConsistentRead": True,
+            "ConsistentRead": consistent,
         }
         if after:
             request["ExclusiveStartKey"] = {"label": {"S": after}}
