@@ -1,6 +1,6 @@
 """Transfers that cannot lose an item (issue 24, item 6), through the real handlers on loopback
 and the real resolver: each Archive in its own process (``LocalGateway``), both registered and
-included at the resolver (its tables on dynalite), a fake receiver speaking the deposit API.
+included at the resolver (its tables local mode's, in SQLite), a fake receiver speaking the deposit API.
 
 The assembly is ``test_archive_offers.py``'s (owners' credentials checked by an IAM stand-in,
 switches in files: the clocks' offset, a lost confirmation). The pieces in memory:
@@ -28,18 +28,17 @@ _taken = count()
 
 
 @pytest.fixture(scope="module")
-def dynalite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from ibi_tools.local.stores import Dynalite
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from ibi_tools.local.tables import LocalTables
 
-    with Dynalite(tmp_path_factory.mktemp("dynalite") / "dynamodb") as server:
-        yield server
+    yield LocalTables(tmp_path_factory.mktemp("tables") / "tables.sqlite3")
 
 
 @pytest.fixture(scope="module")
-def resolver(dynalite: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalGateway]:
+def resolver(tables: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalGateway]:
     from tests.integration.test_archive_robustness import start_resolver
 
-    gateway = start_resolver(dynalite, tmp_path_factory.mktemp("resolver"))
+    gateway = start_resolver(tables, tmp_path_factory.mktemp("resolver"))
     try:
         yield gateway
     finally:
@@ -53,9 +52,9 @@ def switch_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def archives(
-    switch_dir: Path, resolver: LocalGateway, dynalite: Any
+    switch_dir: Path, resolver: LocalGateway, tables: Any
 ) -> Iterator[tuple[Archive, Archive]]:
-    yield from federation(switch_dir, resolver, dynalite, ITEMS)
+    yield from federation(switch_dir, resolver, tables, ITEMS)
 
 
 @pytest.fixture
