@@ -68,20 +68,6 @@ CRITICAL_SECONDS = 4 * RECEIVER_TIMEOUT + 2.0
 Expected = dict[str, tuple[str, int]]  # path -> (sha256, size)
 
 
-class Receiver(Protocol):
-    """A receiving Archive's deposit API (``ibi.client.ArchiveClient``)."""
-
-    def receive_transfer(self, body: dict[str, Any]) -> Any: ...
-    def upload_files(
-        self, ibi: str, files: list[tuple[str, bytes, str]], *, default_file: str | None = None
-    ) -> Any: ...
-    def item(self, ibi: str) -> Any: ...
-    def complete_transfer(self, ibi: str) -> Any: ...
-    def cancel_transfer(self, ibi: str) -> Any: ...
-    def service(self) -> Any: ...
-    def registered_item(self, ibi: str) -> Any: ...  # read at its registered address
-
-
 class DepositApi(Protocol):
     """A receiving Archive's deposit API as reached at ``to`` (``ibi.client.ArchiveClient``)."""
 
@@ -93,6 +79,12 @@ class DepositApi(Protocol):
     def complete_transfer(self, ibi: str) -> Any: ...
     def cancel_transfer(self, ibi: str) -> Any: ...
     def service(self) -> Any: ...
+
+
+class Receiver(DepositApi, Protocol):
+    """A receiving Archive: its deposit API, and its item read at its registered address."""
+
+    def registered_item(self, ibi: str) -> Any: ...
 
 
 class TransferFailed(Exception):
