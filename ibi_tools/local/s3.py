@@ -30,13 +30,12 @@ import secrets
 import shutil
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from ibi_tools.local.stores import (
     LOCAL_KEY,
@@ -154,9 +153,6 @@ def ensure_bucket(client: Any, name: str) -> None:
             raise
 
 
-READY_BUCKET = "ibi-local-ready"  # its probe object: the server reads what it writes
-
-
 class LocalS3(LocalServer):
     """``weed mini`` on loopback keeping its buckets (and their objects) in ``path``.
 
@@ -257,27 +253,7 @@ class LocalS3(LocalServer):
         stop_leftover(self._pidfile, self.tool, self.path)
         self.check_ports()
         super().start()
-        self._wait_until_serving()
         return self
-
-    def _wait_until_serving(self, seconds: float = 20.0) -> None:
-        """Its S3 port opens before its volume server has joined: until then a GetObject is a
-        503. Ready once a probe object is written and read back (after a kill -9 too)."""
-        client = self.client()
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                ensure_bucket(client, READY_BUCKET)
-                client.put_object(Bucket=READY_BUCKET, Key="probe", Body=b"ready")
-                if client.get_object(Bucket=READY_BUCKET, Key="probe")["Body"].read() == b"ready":
-                    client.delete_object(Bucket=READY_BUCKET, Key="probe")
-                    client.delete_bucket(Bucket=READY_BUCKET)  # no bucket of ours is left
-                    return
-            except (ClientError, BotoCoreError):
-                pass
-            if time.monotonic() > deadline:
-                raise LocalStoreError(f"{self.tool} did not serve objects within {seconds:.0f} s")
-            time.sleep(0.1)
 
     def client(self) -> Any:
         """A boto3 S3 client for this server: path-style, SigV4, its own credentials."""
