@@ -21,6 +21,8 @@ $(STAMP)/venv: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
+# node_modules/: the CDK CLI, and dynalite, used only to copy an `ibi local` data directory
+# from before local mode's tables (ibi_tools/local/datadir.py).
 $(STAMP)/node: package.json package-lock.json
 	@mkdir -p $(STAMP)
 	npm ci --no-audit --no-fund --loglevel=error

@@ -35,8 +35,9 @@ from typing import Any
 from bench.archives import FakeArchives, FakeSpec
 from bench.common import cpu_seconds, save, summary_ms
 from functions.resolver import wiring
-from functions.resolver.registry import Contact, ensure_table
+from functions.resolver.registry import Contact
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.labels import IBI
 from ibi.core.pairlist import encode_query
 from ibi.defaults import RESOLVER_SERVICE_IBI
@@ -191,7 +192,7 @@ def run(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         local = LocalTables(Path(folder) / "tables.sqlite3")
         client = local.client()
-        ensure_table(client, "flood")
+        ensure_tables(client, "flood")
         settings = ResolverSettings.from_environment(
             {
                 "IBI_RESOLVER_TABLE": "flood",

@@ -44,9 +44,10 @@ from bench.common import bars, save, summary_ms
 from bench.scale import cost_per_million_resolutions
 from functions.resolver import wiring
 from functions.resolver.fanout import OwnerPace
-from functions.resolver.registry import Contact, ensure_table
+from functions.resolver.registry import Contact
 from functions.resolver.resolution import Found, Resolver
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.labels import IBI
 from ibi.core.persistent_url import parse_persistent_url
 from ibi_tools.local.stores import free_port
@@ -207,7 +208,7 @@ def measure(
     items = {name: fed.items(ip, need[name], 0) for name, ip in ips.items()}
     with tempfile.TemporaryDirectory() as folder:
         dynamodb = LocalTables(Path(folder) / "tables.sqlite3").client()
-        ensure_table(dynamodb, "registry")
+        ensure_tables(dynamodb, "registry")
         settings = ResolverSettings.from_environment(
             {
                 "IBI_RESOLVER_TABLE": "registry",

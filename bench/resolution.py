@@ -22,9 +22,10 @@ from bench.common import plot, save, summary_ms
 from functions.resolver import wiring
 from functions.resolver.fanout import LocationHints
 from functions.resolver.network import Endpoint
-from functions.resolver.registry import Contact, ensure_table
+from functions.resolver.registry import Contact
 from functions.resolver.resolution import ArchiveAnswer, Resolver
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.persistent_url import parse_persistent_url
 from ibi_tools.local.stores import free_port
 from ibi_tools.local.tables import LocalTables
@@ -54,7 +55,7 @@ def measure(
     if slow_and_dead:
         specs.append(FakeSpec(labels[archives_count], 2.0, {}))
     table = f"r{archives_count}{int(slow_and_dead)}{free_port()}"
-    ensure_table(tables.client(), table)
+    ensure_tables(tables.client(), table)
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": table,

@@ -8,7 +8,5 @@ URLKEY_TTL_SECONDS = 600  # how long an Archive honours a urlkey it issued (Tabl
 URLKEY_TTL_RANGE = (10, 86400)
 OAI_PAGE_SIZE = 100  # records (or headers) in one OAI-PMH list answer (functions/archive/oai.py)
 OAI_PAGE_SIZE_RANGE = (1, 1000)
-# Scan pages (of OAI_PAGE_SIZE items read each) one OAI-PMH list request may read: its read budget
-OAI_SCAN_PAGES = 10
 IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
 SERVE_INLINE_BYTES = 4 * 1024 * 1024  # larger files are served through a presigned S3 URL

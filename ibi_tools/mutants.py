@@ -332,9 +332,9 @@ def lift_contract() -> None:
     """Local mode's tables refuse every call shape no store makes (their contract); a mutant
     sends one by design, so the contract is lifted and the tables judge the call by what it
     asks, as moto does, rather than by its shape."""
-    from ibi_tools.local import tables
+    from ibi_tools.local.tables import contract
 
-    setattr(tables, "refused_shape", lambda shape: False)  # noqa: B010
+    setattr(contract, "refused_shape", lambda shape: False)  # noqa: B010
 
 
 # -- the runner ---------------------------------------------------------------------------------

@@ -268,7 +268,7 @@ class Artefact:
 def artefacts(settings: Settings) -> list[Artefact]:
     """The files the globs match (in the workspace), each at its name in the item."""
     from ibi.client import digest
-    from ibi_tools.cli import CommandError, _read
+    from ibi_tools.cli.common import CommandError, read_upload
 
     found: dict[str, Path] = {}
     for pattern in settings.files:
@@ -289,7 +289,7 @@ def artefacts(settings: Settings) -> list[Artefact]:
     listed: list[Artefact] = []
     for name, local in found.items():
         try:
-            _, content, kind = _read(local, name)
+            _, content, kind = read_upload(local, name)
         except CommandError as error:
             raise ReleaseError(f"files: {error}") from None
         sha256, size = digest(content)

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 
 from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -14,9 +17,24 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.aws_apigatewayv2_authorizers import HttpIamAuthorizer
 from constructs import Construct
 
+from functions.archive.store import (
+    DATESTAMP_ATTRIBUTE,
+    DATESTAMP_INDEX,
+    DATESTAMP_INDEX_SCHEMA,
+    SET_ATTRIBUTE,
+)
 from ibi.defaults import URLKEY_TTL_SECONDS
+from infra.bundling import function_code
 from infra.minting import MintingService
-from infra.service import LambdaService, logical_id, nag_arn_prefix
+from infra.service import (
+    LambdaService,
+    acknowledge_function,
+    acknowledge_open_routes,
+    logical_id,
+    nag_arn_prefix,
+    own_function,
+    powertools_environment,
+)
 
 GET = apigwv2.HttpMethod.GET
 POST = apigwv2.HttpMethod.POST
@@ -31,8 +49,10 @@ ITEMS_TABLE_ACTIONS = (
     "dynamodb:PutItem",  # store.py: a new item or alias, #service, spend a urlkey (conditional)
     "dynamodb:UpdateItem",  # store.py: replace an item, #profile, count an access
     "dynamodb:DeleteItem",  # store.py: undo an alias when the IBI turns out to be taken
-    "dynamodb:Scan",  # store.py: GET /api/items, POST /api/verify and /oai page through the items
+    "dynamodb:Scan",  # store.py: GET /api/items and POST /api/verify page through the items
 )
+# On OAI-PMH's index only (<table>/index/oai-datestamp), nothing else.
+DATESTAMP_INDEX_ACTIONS = ("dynamodb:Query",)  # store.py: query_datestamps (OAI-PMH's lists)
 # files.py: GetObject reads, hashes and presigns downloads (HeadObject is GetObject too);
 # PutObject is what the presigned upload URLs carry out, and (with GetObject on the source) the
 # copies that publish an upload and keep a replaced version.
@@ -50,12 +70,23 @@ UPLOADS_EXPIRE = Duration.days(1)  # an upload never committed is deleted after 
 # (AWSCURRENT, and AWSPREVIOUS after a rotation). Not grant_read: it adds DescribeSecret.
 URLKEY_SECRET_ACTIONS = ("secretsmanager:GetSecretValue",)
 
-MINT_PATH = "/mint"  # the minting API's route the Archive calls (ibi/client.py)
+MINT_PATH = "/mint"  # the minting API's route the Archive calls (ibi/client/)
 
 HANDLER = "functions.archive.handler.lambda_handler"
 # The HTTP API gives up on an integration after 30 s.
 TIMEOUT = Duration.seconds(29)
 MEMORY_MB = 512
+
+# The link check (functions/archive/linkcheck.py): the Archive's asset, a role of its own, run
+# by an EventBridge rule every ibi:archive.link_check.every_hours. It reads the items a Scan
+# page at a time (store.py's scan), writes each item's link_check (note_link_check, an
+# UpdateItem), and re-reads an item that changed meanwhile (get: GetItem). Nothing else.
+LINK_CHECK_HANDLER = "functions.archive.linkcheck.lambda_handler"
+LINK_CHECK_TABLE_ACTIONS = ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem")
+# A run checks until 30 s before this (linkcheck.MARGIN_SECONDS), one request per host a
+# second; the next run resumes with the items checked longest ago.
+LINK_CHECK_TIMEOUT = Duration.minutes(5)
+LINK_CHECK_MEMORY_MB = 256  # network-bound: four checks at a time
 
 # Public: the service protocol at /<archive service IBI>, /col/…, /list/…, /metadata/…, /linkset/…
 # (GET, and HEAD for the Signposting Link headers without the body).
@@ -81,6 +112,9 @@ DEPOSIT_ROUTES = (
     (POST, "/api/item/files"),
     (POST, "/api/verify"),
     (POST, "/api/item/transfer"),
+    # The items' external URLs: check them now (functions/archive/links.py), list broken ones.
+    (POST, "/api/links/check"),
+    (GET, "/api/links"),
     # An operator's: add or replace files of any item (recorded), read a replaced version,
     # import an original of another subsystem (recorded).
     (POST, "/api/item/files/replace"),
@@ -145,8 +179,10 @@ class Archive(LambdaService):
         code: lambda_.Code | None = None,
         reserved_concurrency: int | None = None,
         public_authorizer: apigwv2.IHttpRouteAuthorizer | None = None,
+        link_check_every_hours: int = 0,
     ) -> None:
         super().__init__(scope, construct_id)
+        code = code or function_code("archive", requirements_of="minting")  # one asset for two
         self.items_table = self._add_table(
             "ItemsTable",
             partition_key="label",
@@ -155,25 +191,21 @@ class Archive(LambdaService):
         )
         self.access_logs_bucket, self.files_bucket = self._add_buckets()
         self.urlkey_secret = self._add_urlkey_secret()
-        environment = {
-            "IBI_ARCHIVE_TABLE": self.items_table.table_name,
-            "IBI_URLKEY_SECRET_ARN": self.urlkey_secret.secret_arn,
-            "IBI_ARCHIVE_BUCKET": self.files_bucket.bucket_name,
-            "IBI_MINT_ENDPOINT": mint_endpoint,
-            "IBI_URLKEY_TTL_SECONDS": str(urlkey_ttl_seconds),
-        }
-        optional = {
-            "IBI_ARCHIVE_BASE_URL": base_url,
-            "IBI_PLATFORM_SOFTWARE": platform_software,
-            "IBI_MINT_SUBSYSTEM": mint_subsystem,
-            "IBI_JOIN_RESOLVER_URL": join_resolver_url,
-            "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
-            # The path of the joined resolver's inclusion protocol: without it the Archive
-            # switches on at the default resolver IBI's path, and another resolver 404s/504s.
-            "IBI_RESOLVER_SERVICE_IBI": resolver_service_ibi if join_resolver_url else None,
-            "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(subsystem_prefixes),
-        }
-        environment.update({name: value for name, value in optional.items() if value})
+        environment = self._environment(
+            mint_endpoint=mint_endpoint,
+            urlkey_ttl_seconds=urlkey_ttl_seconds,
+            optional={
+                "IBI_ARCHIVE_BASE_URL": base_url,
+                "IBI_PLATFORM_SOFTWARE": platform_software,
+                "IBI_MINT_SUBSYSTEM": mint_subsystem,
+                "IBI_JOIN_RESOLVER_URL": join_resolver_url,
+                "IBI_REGISTRATION_KEY_PARAMETER": registration_key_parameter,
+                # The path of the joined resolver's inclusion protocol: without it the Archive
+                # switches on at the default resolver IBI's path, and another resolver 404s/504s.
+                "IBI_RESOLVER_SERVICE_IBI": resolver_service_ibi if join_resolver_url else None,
+                "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(subsystem_prefixes),
+            },
+        )
         self._add_function(
             service="archive",
             handler=HANDLER,
@@ -200,12 +232,105 @@ class Archive(LambdaService):
             ],
             reserved_concurrency=reserved_concurrency,
         )
+        self._add_datestamp_index()
         if registration_key_parameter:
             self._grant_parameter_read(registration_key_parameter)
         # Behind the edge (ibi:waf) the public routes are the edge's only: its origin check.
         self.behind_edge = public_authorizer is not None
         self._add_http_api(log_retention, public_authorizer or apigwv2.HttpNoneAuthorizer())
+        self._add_link_check(code, link_check_every_hours, base_url, log_retention, log_level)
         self._acknowledge_findings()
+
+    def _environment(
+        self, *, mint_endpoint: str, urlkey_ttl_seconds: int, optional: dict[str, str | None]
+    ) -> dict[str, str]:
+        """The Archive function's variables: its resources', then each optional one given."""
+        environment = {
+            "IBI_ARCHIVE_TABLE": self.items_table.table_name,
+            "IBI_URLKEY_SECRET_ARN": self.urlkey_secret.secret_arn,
+            "IBI_ARCHIVE_BUCKET": self.files_bucket.bucket_name,
+            "IBI_MINT_ENDPOINT": mint_endpoint,
+            "IBI_URLKEY_TTL_SECONDS": str(urlkey_ttl_seconds),
+        }
+        environment.update({name: value for name, value in optional.items() if value})
+        return environment
+
+    def _add_link_check(
+        self,
+        code: lambda_.Code,
+        every_hours: int,
+        base_url: str | None,
+        log_retention: logs.RetentionDays,
+        log_level: str,
+    ) -> None:
+        """The scheduled link check (linkcheck.py), every ``every_hours`` (0: none): its log
+        group, its role (the items table's :data:`LINK_CHECK_TABLE_ACTIONS` only), its
+        function and its EventBridge rule."""
+        self.link_check: lambda_.Function | None = None
+        self.link_check_every: Duration | None = None
+        if not every_hours:
+            return
+        every = Duration.hours(every_hours)
+        own = own_function(
+            self,
+            ids=("LinkCheckLogs", "LinkCheckRole"),
+            function_id="LinkCheckFunction",
+            service="archive",
+            handler=LINK_CHECK_HANDLER,
+            description="Checks the external URLs of the Archive's items (HEAD, then GET)",
+            role_description=(
+                "The link check: its log group, the items table's scan and link checks"
+            ),
+            memory_size=LINK_CHECK_MEMORY_MB,
+            timeout=LINK_CHECK_TIMEOUT,
+            environment={
+                "IBI_ARCHIVE_TABLE": self.items_table.table_name,
+                # what is outside the Archive: URLs of another scheme or host than this
+                "IBI_ARCHIVE_BASE_URL": base_url or self.url.rstrip("/"),
+                **powertools_environment("archive", log_level),
+            },
+            log_retention=log_retention,
+            code=code,
+        )
+        self.link_check_logs, self.link_check_role = own.log_group, own.role
+        self.link_check = own.function
+        # On the table itself: table.grant would add its indexes, which the check never reads.
+        iam.Grant.add_to_principal(
+            grantee=self.link_check_role,
+            actions=list(LINK_CHECK_TABLE_ACTIONS),
+            resource_arns=[self.items_table.table_arn],
+        )
+        self.link_check_logs.grant_write(self.link_check_role)
+        self.link_check_every = every
+        self.link_check_schedule = events.Rule(
+            self,
+            "LinkCheckSchedule",
+            description=f"Checks the Archive's external URLs every {every.to_hours():.0f} h",
+            schedule=events.Schedule.rate(every),
+            # A run that failed leaves its items due: the next run takes them first.
+            targets=[targets.LambdaFunction(self.link_check, retry_attempts=0)],
+        )
+
+    def _add_datestamp_index(self) -> None:
+        """OAI-PMH's records by set and datestamp (store.py), which the function may Query;
+        CloudFormation adds it to a table made before it (one index per stack update;
+        docs/deploy-archive.md)."""
+        self.items_table.add_global_secondary_index(
+            index_name=DATESTAMP_INDEX,
+            partition_key=dynamodb.Attribute(
+                name=SET_ATTRIBUTE, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(
+                name=DATESTAMP_ATTRIBUTE, type=dynamodb.AttributeType.NUMBER
+            ),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=list(DATESTAMP_INDEX_SCHEMA["Projection"]["NonKeyAttributes"]),
+        )
+        iam.Grant.add_to_principal(  # on this index only, not <table>/index/*
+            grantee=self.role,
+            actions=list(DATESTAMP_INDEX_ACTIONS),
+            resource_arns=[f"{self.items_table.table_arn}/index/{DATESTAMP_INDEX}"],
+        )
 
     def _add_urlkey_secret(self) -> secretsmanager.Secret:
         """The HMAC key urlkeys are signed under (functions/archive/urlkeys.py), generated."""
@@ -308,10 +433,16 @@ class Archive(LambdaService):
             ],
         )
 
+    def _acknowledge_link_check(self) -> None:
+        """The link check's: its runtime, and X-Ray's ``*`` if on (as every function's)."""
+        if self.link_check is not None:
+            acknowledge_function(self.link_check_role, self.link_check, tracing=self.tracing)
+
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         bucket_id = logical_id(self.files_bucket)
         super()._acknowledge_findings()
+        self._acknowledge_link_check()
         Validations.of(self.role).acknowledge(
             *(
                 Acknowledgment(
@@ -339,54 +470,45 @@ class Archive(LambdaService):
         )
         if self.behind_edge:
             return  # every public route has the edge's origin check: nothing to accept
-        for route in self.public_routes:
-            Validations.of(route).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-APIG4",
-                    reason=(
-                        "GET and HEAD /{proxy+} are the Archive's public face by design: the "
-                        "IBI service protocol that any resolver calls unsigned, and the files, "
-                        "file lists, metadata and linksets that persistent URLs lead browsers "
-                        "and machines to. They change no item's content; they write three "
-                        "things only: an acknowledgment spends its urlkey (one conditional "
-                        "write, only for a key the Archive's HMAC verifies within its window) "
-                        "and counts the access; a file that fails its SHA-256 is recorded "
-                        "damaged once; the first request ever claims the #service item. "
-                        "Deposits, revisions and transfers are under /api/ and IAM-authorized "
-                        "(a transfer between institutions is confirmed on the public POST "
-                        "/transfers/confirm, which acts only on an offer this Archive signed); "
-                        "the stage throttles every route (ibi:throttle)."
-                    ),
-                )
-            )
-        for route in self.confirm_routes:
-            Validations.of(route).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-APIG4",
-                    reason=(
-                        "POST /transfers/confirm is how another institution's Archive, which "
-                        "holds no credentials of this account, confirms a transfer this "
-                        "Archive's owner offered (docs/archive.md#transfers-between-"
-                        "institutions). It acts only on an offer whose HMAC verifies under the "
-                        "Archive's own key, for the receiver and item version it names, before "
-                        "its expiry, and demotes that one original once (a conditional write); "
-                        "anything else is refused without a write. The stage throttles it."
-                    ),
-                )
-            )
-        for route in self.oai_routes:
-            Validations.of(route).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-APIG4",
-                    reason=(
-                        "GET and POST /oai are OAI-PMH 2.0, which harvesters call unsigned, "
-                        "with the arguments in a query or a form body (docs/oai-pmh.md): they "
-                        "read items' public metadata, a bounded number of rows per request, and "
-                        "write nothing. A route throttle of their own (ibi:throttle.oai_rate) "
-                        "keeps harvesting below the persistent URLs' limit."
-                    ),
-                )
-            )
+        acknowledge_open_routes(
+            self.public_routes,
+            (
+                "GET and HEAD /{proxy+} are the Archive's public face by design: the "
+                "IBI service protocol that any resolver calls unsigned, and the files, "
+                "file lists, metadata and linksets that persistent URLs lead browsers "
+                "and machines to. They change no item's content; they write three "
+                "things only: an acknowledgment spends its urlkey (one conditional "
+                "write, only for a key the Archive's HMAC verifies within its window) "
+                "and counts the access; a file that fails its SHA-256 is recorded "
+                "damaged once; the first request ever claims the #service item. "
+                "Deposits, revisions and transfers are under /api/ and IAM-authorized "
+                "(a transfer between institutions is confirmed on the public POST "
+                "/transfers/confirm, which acts only on an offer this Archive signed); "
+                "the stage throttles every route (ibi:throttle)."
+            ),
+        )
+        acknowledge_open_routes(
+            self.confirm_routes,
+            (
+                "POST /transfers/confirm is how another institution's Archive, which "
+                "holds no credentials of this account, confirms a transfer this "
+                "Archive's owner offered (docs/archive.md#transfers-between-"
+                "institutions). It acts only on an offer whose HMAC verifies under the "
+                "Archive's own key, for the receiver and item version it names, before "
+                "its expiry, and demotes that one original once (a conditional write); "
+                "anything else is refused without a write. The stage throttles it."
+            ),
+        )
+        acknowledge_open_routes(
+            self.oai_routes,
+            (
+                "GET and POST /oai are OAI-PMH 2.0, which harvesters call unsigned, "
+                "with the arguments in a query or a form body (docs/oai-pmh.md): they "
+                "read items' public metadata, a bounded number of rows per request, and "
+                "write nothing. A route throttle of their own (ibi:throttle.oai_rate) "
+                "keeps harvesting below the persistent URLs' limit."
+            ),
+        )
 
 
 def grant_mint(minting: MintingService, role: iam.Role) -> iam.Grant:

@@ -9,17 +9,15 @@ and calls only public addresses.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.config import CanaryConfig, tracing_enabled
-from infra.service import acknowledge_function, tracing_environment
+from infra.config import CanaryConfig
+from infra.service import acknowledge_function, own_function
 
 HANDLER = "functions.canary.handler.lambda_handler"
 REQUEST_TIMEOUT_SECONDS = 8  # one hop; a reader's browser waits about as long
@@ -41,27 +39,13 @@ class Canary(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.every = Duration.minutes(config.every_minutes)
-        self.logs = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.role = iam.Role(
+        own = own_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="The canary: its log group only (it calls public addresses)",
-        )
-        tracing = tracing_enabled(self)
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description=f"Resolves {config.ibi} end to end every {config.every_minutes} min",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            ids=("Logs", "Role"),
+            service="canary",
             handler=HANDLER,
-            code=code or function_code("canary", requirements_of="minting"),
-            role=self.role,
-            log_group=self.logs,
-            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+            description=f"Resolves {config.ibi} end to end every {config.every_minutes} min",
+            role_description="The canary: its log group only (it calls public addresses)",
             memory_size=256,
             timeout=TIMEOUT,
             environment={
@@ -70,8 +54,16 @@ class Canary(Construct):
                 "IBI_CANARY_TIMEOUT_SECONDS": str(REQUEST_TIMEOUT_SECONDS),
                 "POWERTOOLS_SERVICE_NAME": "canary",
                 "POWERTOOLS_METRICS_NAMESPACE": "ibi",
-                **tracing_environment(tracing),
             },
+            log_retention=log_retention,
+            code=code,
+            requirements_of="minting",
+        )
+        self.logs, self.role, self.function, tracing = (
+            own.log_group,
+            own.role,
+            own.function,
+            own.tracing,
         )
         self.logs.grant_write(self.role)
         self.schedule = events.Rule(

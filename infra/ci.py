@@ -7,7 +7,7 @@ Sessions last at most an hour, and each is named ``gh-…`` (``sts:RoleSessionNa
 workflow names it ``gh-<run id>``, which its re-run attempts share, as they share the run's
 idempotency keys): the session name is part of the principal the Archive records as an item's
 depositor, and only that principal adds files to the item, within an hour of depositing it
-(``functions/archive/service.py``).
+(``functions/archive/deposits.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SESSION_NAME_PATTERN = "gh-*"
 
 # The minting API's route a pipeline may call.
 CI_MINT_ROUTE = ("POST", "/mint")
-# What a pipeline needs to deposit a release artefact (``ibi deposit``, ibi/client.py): read the
+# What a pipeline needs to deposit a release artefact (``ibi deposit``, ibi/client/): read the
 # Archive's service, create originals and copies, upload and commit files, read an item back
 # (also each version of a release's edition chain, ``ibi_tools/release.py`` ``walk``), and link
 # a release as the next edition of the last version (``link_next_version``, which sends

@@ -1,11 +1,13 @@
 """The deployment's settings, read once from the CDK context and validated.
 
 The context comes from ``cdk.json`` and ``cdk -c KEY=VALUE``; each service has one key
-(``ibi:minting``, ``ibi:archive``, ``ibi:resolver``, ``ibi:ci``, ``ibi:operations``) whose value
-is an object, or that object as a JSON string (how ``-c`` passes it). A missing key or field
-takes the default below; anything wrong stops the synth with a message naming the field.
-Values are checked by the rules the Lambdas apply (``ibi.core.subsystem``, ``ibi.core.labels``,
-the Archive's settings), so a configuration a Lambda would refuse is never deployed.
+(``ibi:minting``, ``ibi:archive``, ``ibi:resolver``, ``ibi:ci``, ``ibi:operations``…) whose value
+is an object, or that object as a JSON string (how ``-c`` passes it). Each is a section
+(``infra/config_schema.py``): a dataclass whose fields carry their rules in their annotations,
+read by one reader that refuses unknown fields. A missing key or field takes the default below;
+anything wrong stops the synth with a message naming the field. Values are checked by the rules
+the Lambdas apply (``ibi.core.subsystem``, ``ibi.core.labels``, the Archive's settings), so a
+configuration a Lambda would refuse is never deployed.
 """
 
 from __future__ import annotations
@@ -15,42 +17,37 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ibi.core.distributor import Granularity
 from ibi.core.errors import InvalidInput
-from ibi.core.labels import parse_label
 from ibi.core.subsystem import Subsystem, check_distinct
 from ibi.defaults import RESOLVER_SERVICE_IBI, URLKEY_TTL_RANGE, URLKEY_TTL_SECONDS
+from infra.config_schema import (
+    Check,
+    Choice,
+    Label,
+    Nested,
+    OptionalSection,
+    Section,
+    Text,
+    Whole,
+    field_names,
+    read,
+)
+from infra.config_schema import ConfigError as ConfigError  # noqa: PLC0414 (re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
 
 MINTING_CONTEXT_KEY = "ibi:minting"
-MINTING_FIELDS = ("subsystems", "default_subsystem", "max_wait_seconds", "log_retention")
-
 ARCHIVE_CONTEXT_KEY = "ibi:archive"
-ARCHIVE_FIELDS = (
-    "base_url",
-    "platform_software",
-    "mint_subsystem",
-    "urlkey_ttl_seconds",
-    "join",
-    "lifecycle",
-    "log_retention",
-)
-
 RESOLVER_CONTEXT_KEY = "ibi:resolver"
-RESOLVER_FIELDS = ("domain_name", "certificate_arn", "service_ibi", "name", "log_retention")
-
 CI_CONTEXT_KEY = "ibi:ci"
-CI_FIELDS = ("repository", "branch", "environment", "provider_arn")
-
 OPERATIONS_CONTEXT_KEY = "ibi:operations"
-OPERATIONS_FIELDS = ("alarm_email", "page_email", "ticket_email")
 
 # The fields of one IBI_SUBSYSTEMS entry, as functions/minting/settings.py reads them.
 SUBSYSTEM_FIELDS = ("name", "host", "ip", "rep_port", "ibip_port", "granularity")
@@ -73,9 +70,11 @@ CERTIFICATE_ARN_PATTERN = re.compile(
     r"arn:aws(-[a-z]+)*:acm:(?P<region>[a-z]{2}(-[a-z]+)+-\d):\d{12}:certificate/[A-Za-z0-9-]+"
 )
 # GitHub names: an owner or repository, a branch or environment. No wildcard (* ? [ ]), no
-# "..", nothing GitHub's OIDC subject would not carry literally.
+# "..", no refs/ prefix, nothing GitHub's OIDC subject would not carry literally.
 GITHUB_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
-GITHUB_REF_PATTERN = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+GITHUB_REPOSITORY_PATTERN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+GITHUB_REF_PATTERN = re.compile(r"(?!refs/)(?!.*\.\.)[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
+GITHUB_ENVIRONMENT_PATTERN = re.compile(r"(?!.*\.\.)[A-Za-z0-9_.-]+")
 GITHUB_PROVIDER_ARN_PATTERN = re.compile(
     r"arn:aws(-[a-z]+)*:iam::\d{12}:oidc-provider/token\.actions\.githubusercontent\.com"
 )
@@ -91,92 +90,106 @@ DEFAULT_SUBSYSTEMS = (
 )
 
 
-class ConfigError(ValueError):
-    """A context value is malformed or inconsistent; the message names the field."""
+# The rules fields share.
+RETENTION = Choice(logs.RetentionDays)
+DOMAIN = Text(DOMAIN_NAME_PATTERN, "a DNS name", lambda name: name.lower().rstrip("."))
+CERTIFICATE = Text(CERTIFICATE_ARN_PATTERN, "an ACM certificate ARN")
+BASE_URL = Text(BASE_URL_PATTERN, "https://host[:port]", lambda url: url.rstrip("/"))
+EMAIL = Text(EMAIL_PATTERN, "an address")
+SUBSYSTEM_NAME = Text(re.compile(".+", re.S), "a subsystem name")
+ONE_MONTH = logs.RetentionDays.ONE_MONTH
 
 
 @dataclass(frozen=True, slots=True)
-class MintingConfig:
-    """What the minting service is deployed with (context key ``ibi:minting``)."""
+class Subsystems(Check):
+    """The minting subsystems: IBI_SUBSYSTEMS entries, distinct, that fit in the environment."""
 
-    subsystems: tuple[Subsystem, ...] = DEFAULT_SUBSYSTEMS
-    default_subsystem: str = "default"
-    max_wait_seconds: int = 5
-    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
+    what: str = "a list of subsystems"
 
-    def __post_init__(self) -> None:
+    def __call__(self, value: Any, path: str) -> tuple[Subsystem, ...]:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{path}: expected a list, got {value!r}")
         try:
-            names = list(check_distinct(self.subsystems))
+            subsystems = tuple(
+                item if isinstance(item, Subsystem) else Subsystem.from_mapping(item)
+                for item in value
+            )
         except InvalidInput as error:
-            raise ConfigError(f"{MINTING_CONTEXT_KEY}.{error}") from None
-        if self.default_subsystem not in names:
-            raise ConfigError(
-                f"{MINTING_CONTEXT_KEY}.default_subsystem: "
-                f"{self.default_subsystem!r} is not one of {names}"
-            )
-        wait = self.max_wait_seconds
-        if isinstance(wait, bool) or not isinstance(wait, int):
-            raise ConfigError(
-                f"{MINTING_CONTEXT_KEY}.max_wait_seconds: {wait!r} is not a whole number"
-            )
-        if not 0 <= wait <= MAX_WAIT_LIMIT_SECONDS:
-            raise ConfigError(
-                f"{MINTING_CONTEXT_KEY}.max_wait_seconds: {wait} is not in "
-                f"0-{MAX_WAIT_LIMIT_SECONDS}"
-            )
-        size = len(subsystems_json(self.subsystems).encode())
+            raise ConfigError(f"{path}: {error}") from None
+        try:
+            check_distinct(subsystems)
+        except InvalidInput as error:
+            raise ConfigError(f"{path}: {error.reason}") from None
+        size = len(subsystems_json(subsystems).encode())
         if size > MAX_SUBSYSTEMS_JSON_BYTES:
             raise ConfigError(
-                f"{MINTING_CONTEXT_KEY}.subsystems: {size} bytes of JSON, more than the "
-                f"{MAX_SUBSYSTEMS_JSON_BYTES} that fit in the Lambda's environment"
+                f"{path}: {size} bytes of JSON, more than the {MAX_SUBSYSTEMS_JSON_BYTES} that "
+                "fit in the Lambda's environment"
+            )
+        return subsystems
+
+
+@dataclass(frozen=True, slots=True)
+class MintingConfig(Section):
+    """What the minting service is deployed with (context key ``ibi:minting``)."""
+
+    KEY: ClassVar[str] = MINTING_CONTEXT_KEY
+
+    subsystems: Annotated[tuple[Subsystem, ...], Subsystems()] = DEFAULT_SUBSYSTEMS
+    default_subsystem: Annotated[str, SUBSYSTEM_NAME] = "default"
+    max_wait_seconds: Annotated[int, Whole(0, MAX_WAIT_LIMIT_SECONDS)] = 5
+    log_retention: Annotated[logs.RetentionDays, RETENTION] = ONE_MONTH
+
+    def check(self) -> None:
+        names = [subsystem.name for subsystem in self.subsystems]
+        if self.default_subsystem not in names:
+            raise ConfigError(
+                f"{self.KEY}.default_subsystem: {self.default_subsystem!r} is not one of {names}"
             )
 
-    @classmethod
-    def from_context(cls, raw: Any) -> MintingConfig:
-        """Parse the context value; ``None`` (key absent) gives the defaults."""
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, MINTING_CONTEXT_KEY, MINTING_FIELDS)
-        values: dict[str, Any] = {
-            name: raw[name] for name in ("default_subsystem", "max_wait_seconds") if name in raw
-        }
-        if "subsystems" in raw:
-            values["subsystems"] = _subsystems(raw["subsystems"])
-        if "log_retention" in raw:
-            values["log_retention"] = _retention(raw["log_retention"], MINTING_CONTEXT_KEY)
-        return cls(**values)
 
+@dataclass(frozen=True, slots=True)
+class LifecycleConfig(Section):
+    """How long the files bucket keeps noncurrent versions, and its access log its objects.
 
-# The files bucket's lifecycle (ibi:archive.lifecycle): days before S3 deletes a noncurrent
-# version (an object overwritten or deleted: the Archive keeps replaced files under history/
-# itself), and days the server access log is kept.
-LIFECYCLE_CONTEXT_KEY = "ibi:archive.lifecycle"
-LIFECYCLE_FIELDS = ("noncurrent_version_days", "access_log_days")
+    Days before S3 deletes a noncurrent version (an object overwritten or deleted: the Archive
+    keeps replaced files under history/ itself), and days the server access log is kept.
+    """
+
+    KEY: ClassVar[str] = f"{ARCHIVE_CONTEXT_KEY}.lifecycle"
+
+    noncurrent_version_days: Annotated[int, Whole(1, 36500)] = 90
+    access_log_days: Annotated[int, Whole(1, 36500)] = 365
 
 
 @dataclass(frozen=True, slots=True)
-class LifecycleConfig:
-    """How long the files bucket keeps noncurrent versions, and its access log its objects."""
+class JoinConfig(Section):
+    """The resolver an Archive joins when it starts (``ibi:archive.join``): its address, the
+    SSM SecureString (name) holding the registration key, and optionally its service IBI (the
+    path of its inclusion protocol; without it, the app's ``ibi:resolver.service_ibi``)."""
 
-    noncurrent_version_days: int = 90
-    access_log_days: int = 365
+    KEY: ClassVar[str] = f"{ARCHIVE_CONTEXT_KEY}.join"
 
-    def __post_init__(self) -> None:
-        for name in LIFECYCLE_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 36500:
-                raise ConfigError(f"{LIFECYCLE_CONTEXT_KEY}.{name}: {value!r} is not 1-36500")
-
-    @classmethod
-    def from_context(cls, raw: Any) -> LifecycleConfig:
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, LIFECYCLE_CONTEXT_KEY, LIFECYCLE_FIELDS)
-        return cls(**{n: raw[n] for n in LIFECYCLE_FIELDS if raw.get(n) is not None})
+    resolver_url: Annotated[str, Text(re.compile(rf"{BASE_URL_PATTERN.pattern}/*"), "https://host")]
+    registration_key_parameter: Annotated[
+        str, Text(re.compile(r"/?[A-Za-z0-9_.\-/]{1,1000}"), "an SSM name")
+    ]
+    resolver_service_ibi: Annotated[str | None, Label()] = None
 
 
 @dataclass(frozen=True, slots=True)
-class ArchiveConfig:
+class LinkCheckConfig(Section):
+    """How often the Archive checks its items' external URLs (``ibi:archive.link_check``):
+    every ``every_hours`` hours (24: daily), or never (0: no schedule; ``ibi archive
+    check-links`` still checks on demand). functions/archive/linkcheck.py."""
+
+    KEY: ClassVar[str] = f"{ARCHIVE_CONTEXT_KEY}.link_check"
+
+    every_hours: Annotated[int, Whole(0, 24 * 31)] = 24
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveConfig(Section):
     """What the Archive is deployed with (context key ``ibi:archive``).
 
     ``None`` leaves the Lambda's own default: the base URL is then the API's own domain, the
@@ -184,96 +197,32 @@ class ArchiveConfig:
     subsystem.
     """
 
-    base_url: str | None = None
-    platform_software: str | None = None
-    mint_subsystem: str | None = None
-    urlkey_ttl_seconds: int = URLKEY_TTL_SECONDS
-    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
-    # The resolver the Archive joins when it starts, and the SSM SecureString (name) holding
-    # its registration key: {"resolver_url": …, "registration_key_parameter": …}.
-    join_resolver_url: str | None = None
-    registration_key_parameter: str | None = None
-    # The joined resolver's service IBI (the path of its inclusion protocol): ``join``'s
-    # ``resolver_service_ibi``; without it, the app's ``ibi:resolver.service_ibi``.
-    join_resolver_service_ibi: str | None = None
-    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    KEY: ClassVar[str] = ARCHIVE_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        key = ARCHIVE_CONTEXT_KEY
-        if self.join_resolver_service_ibi is not None:
-            if self.join_resolver_url is None:
-                raise ConfigError(f"{key}.join.resolver_service_ibi: give resolver_url too")
-            canonical = _ibi(self.join_resolver_service_ibi, f"{key}.join.resolver_service_ibi")
-            object.__setattr__(self, "join_resolver_service_ibi", canonical)
-        if (self.join_resolver_url is None) != (self.registration_key_parameter is None):
-            raise ConfigError(f"{key}.join: give resolver_url and registration_key_parameter")
-        if self.join_resolver_url is not None and not BASE_URL_PATTERN.fullmatch(
-            str(self.join_resolver_url).rstrip("/")
-        ):
-            raise ConfigError(
-                f"{key}.join.resolver_url: {self.join_resolver_url!r} is not https://host"
-            )
-        parameter = self.registration_key_parameter
-        if parameter is not None and not re.fullmatch(
-            r"/?[A-Za-z0-9_.\-/]{1,1000}", str(parameter)
-        ):
-            raise ConfigError(
-                f"{key}.join.registration_key_parameter: {parameter!r} is not an SSM name"
-            )
-        base_url = self.base_url
-        if base_url is not None:
-            if not isinstance(base_url, str) or not BASE_URL_PATTERN.fullmatch(
-                base_url.rstrip("/")
-            ):
-                raise ConfigError(f"{key}.base_url: {base_url!r} is not https://host[:port]")
-            object.__setattr__(self, "base_url", base_url.rstrip("/"))
-        platform = self.platform_software
-        if platform is not None:
-            if not isinstance(platform, str):
-                raise ConfigError(f"{key}.platform_software: {platform!r} is not an IBI")
-            try:
-                canonical = parse_label(platform).label
-            except InvalidInput as error:
-                raise ConfigError(f"{key}.platform_software: {error}") from None
-            object.__setattr__(self, "platform_software", canonical)
-        subsystem = self.mint_subsystem
-        if subsystem is not None and (not isinstance(subsystem, str) or not subsystem):
-            raise ConfigError(f"{key}.mint_subsystem: {subsystem!r} is not a subsystem name")
-        ttl = self.urlkey_ttl_seconds
-        low, high = URLKEY_TTL_RANGE
-        if isinstance(ttl, bool) or not isinstance(ttl, int):
-            raise ConfigError(f"{key}.urlkey_ttl_seconds: {ttl!r} is not a whole number")
-        if not low <= ttl <= high:
-            raise ConfigError(f"{key}.urlkey_ttl_seconds: {ttl} is not in {low}-{high}")
+    base_url: Annotated[str | None, BASE_URL] = None
+    platform_software: Annotated[str | None, Label()] = None
+    mint_subsystem: Annotated[str | None, SUBSYSTEM_NAME] = None
+    urlkey_ttl_seconds: Annotated[int, Whole(*URLKEY_TTL_RANGE)] = URLKEY_TTL_SECONDS
+    log_retention: Annotated[logs.RetentionDays, RETENTION] = ONE_MONTH
+    join: Annotated[JoinConfig | None, Nested(JoinConfig)] = None
+    lifecycle: Annotated[LifecycleConfig, Nested(LifecycleConfig)] = field(
+        default_factory=LifecycleConfig
+    )
+    link_check: Annotated[LinkCheckConfig, Nested(LinkCheckConfig)] = field(
+        default_factory=LinkCheckConfig
+    )
 
-    @classmethod
-    def from_context(cls, raw: Any) -> ArchiveConfig:
-        """Parse the context value; ``None`` (key absent) gives the defaults."""
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, ARCHIVE_CONTEXT_KEY, ARCHIVE_FIELDS)
-        values = _plain_values(
-            raw,
-            ("base_url", "platform_software", "mint_subsystem", "urlkey_ttl_seconds"),
-            ARCHIVE_CONTEXT_KEY,
-        )
-        join = raw.get("join")
-        if join is not None:
-            if not isinstance(join, Mapping) or not (
-                {"resolver_url", "registration_key_parameter"}
-                <= set(join)
-                <= {"resolver_url", "registration_key_parameter", "resolver_service_ibi"}
-            ):
-                raise ConfigError(
-                    f"{ARCHIVE_CONTEXT_KEY}.join: {{resolver_url, registration_key_parameter"
-                    "[, resolver_service_ibi]}"
-                )
-            values["join_resolver_url"] = join["resolver_url"]
-            values["registration_key_parameter"] = join["registration_key_parameter"]
-            if join.get("resolver_service_ibi") is not None:
-                values["join_resolver_service_ibi"] = join["resolver_service_ibi"]
-        values["lifecycle"] = LifecycleConfig.from_context(raw.get("lifecycle"))
-        return cls(**values)
+    @property
+    def join_resolver_url(self) -> str | None:
+        return None if self.join is None else self.join.resolver_url
+
+    @property
+    def registration_key_parameter(self) -> str | None:
+        return None if self.join is None else self.join.registration_key_parameter
+
+    @property
+    def join_resolver_service_ibi(self) -> str | None:
+        return None if self.join is None else self.join.resolver_service_ibi
 
     def check_minting(self, minting: MintingConfig) -> None:
         """The subsystem the Archive mints in must be one the minting service knows."""
@@ -286,7 +235,7 @@ class ArchiveConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolverConfig:
+class ResolverConfig(Section):
     """What the resolver is deployed with (context key ``ibi:resolver``).
 
     ``domain_name`` and ``certificate_arn`` (an ACM certificate in the stack's region) go
@@ -294,41 +243,22 @@ class ResolverConfig:
     the API's own ``execute-api`` address.
     """
 
-    domain_name: str | None = None
-    certificate_arn: str | None = None
-    service_ibi: str = RESOLVER_SERVICE_IBI
-    name: str = "IBI resolver"
-    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
+    KEY: ClassVar[str] = RESOLVER_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        key = RESOLVER_CONTEXT_KEY
-        if (self.domain_name is None) != (self.certificate_arn is None):
-            raise ConfigError(
-                f"{key}: give domain_name and certificate_arn together (the custom domain of "
-                "persistent URLs and its ACM certificate), or neither"
-            )
-        domain = self.domain_name
-        if domain is not None:
-            if not isinstance(domain, str) or not DOMAIN_NAME_PATTERN.fullmatch(
-                domain.lower().rstrip(".")
-            ):
-                raise ConfigError(f"{key}.domain_name: {domain!r} is not a DNS name")
-            object.__setattr__(self, "domain_name", domain.lower().rstrip("."))
-        arn = self.certificate_arn
-        if arn is not None and (
-            not isinstance(arn, str) or not CERTIFICATE_ARN_PATTERN.fullmatch(arn)
-        ):
-            raise ConfigError(f"{key}.certificate_arn: {arn!r} is not an ACM certificate ARN")
-        service = self.service_ibi
-        if not isinstance(service, str):
-            raise ConfigError(f"{key}.service_ibi: {service!r} is not an IBI")
-        try:
-            object.__setattr__(self, "service_ibi", parse_label(service).label)
-        except InvalidInput as error:
-            raise ConfigError(f"{key}.service_ibi: {error}") from None
-        name = self.name
-        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 100:
-            raise ConfigError(f"{key}.name: {name!r} is not a name of 1-100 characters")
+    domain_name: Annotated[str | None, DOMAIN] = None
+    certificate_arn: Annotated[str | None, CERTIFICATE] = None
+    service_ibi: Annotated[str, Label()] = RESOLVER_SERVICE_IBI
+    name: Annotated[
+        str, Text(re.compile(r"\s*\S(.{0,98}\S)?\s*", re.S), "a name of 1-100 characters")
+    ] = "IBI resolver"
+    log_retention: Annotated[logs.RetentionDays, RETENTION] = ONE_MONTH
+
+    def check(self) -> None:
+        self.both_or_neither(
+            "domain_name",
+            "certificate_arn",
+            " (the custom domain of persistent URLs and its ACM certificate), or neither",
+        )
 
     @property
     def certificate_region(self) -> str | None:
@@ -339,18 +269,9 @@ class ResolverConfig:
         assert match is not None  # checked above
         return match["region"]
 
-    @classmethod
-    def from_context(cls, raw: Any) -> ResolverConfig:
-        """Parse the context value; ``None`` (key absent) gives the defaults."""
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, RESOLVER_CONTEXT_KEY, RESOLVER_FIELDS)
-        fields = ("domain_name", "certificate_arn", "service_ibi", "name")
-        return cls(**_plain_values(raw, fields, RESOLVER_CONTEXT_KEY))
-
 
 @dataclass(frozen=True, slots=True)
-class CiConfig:
+class CiConfig(OptionalSection):
     """The CI role's one trusted workflow (context key ``ibi:ci``): GitHub Actions by OIDC.
 
     ``repository`` is ``OWNER/REPO``; exactly one of ``branch`` and ``environment`` names what
@@ -358,44 +279,28 @@ class CiConfig:
     account has at most one); without it the stack creates it.
     """
 
-    repository: str
-    branch: str | None = None
-    environment: str | None = None
-    provider_arn: str | None = None
+    KEY: ClassVar[str] = CI_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        key = CI_CONTEXT_KEY
-        repository = self.repository
-        owner, _, name = str(repository).partition("/")
-        if not (
-            isinstance(repository, str)
-            and GITHUB_NAME_PATTERN.fullmatch(owner)
-            and GITHUB_NAME_PATTERN.fullmatch(name)
-        ):
-            raise ConfigError(f"{key}.repository: {repository!r} is not OWNER/REPO (no wildcard)")
+    repository: Annotated[str, Text(GITHUB_REPOSITORY_PATTERN, "OWNER/REPO (no wildcard)")]
+    branch: Annotated[
+        str | None,
+        Text(GITHUB_REF_PATTERN, "one branch (a plain name, no wildcard, no refs/ prefix)"),
+    ] = None
+    environment: Annotated[
+        str | None,
+        Text(GITHUB_ENVIRONMENT_PATTERN, "one environment (a plain name, no wildcard)"),
+    ] = None
+    provider_arn: Annotated[
+        str | None,
+        Text(
+            GITHUB_PROVIDER_ARN_PATTERN,
+            "the ARN of an IAM OIDC provider for token.actions.githubusercontent.com",
+        ),
+    ] = None
+
+    def check(self) -> None:
         if (self.branch is None) == (self.environment is None):
-            raise ConfigError(f"{key}: give exactly one of branch and environment")
-        field_name = "branch" if self.branch is not None else "environment"
-        value = self.branch if self.branch is not None else self.environment
-        if (
-            not isinstance(value, str)
-            or not GITHUB_REF_PATTERN.fullmatch(value)
-            or ".." in value
-            or value.startswith("refs/")
-            or (field_name == "environment" and "/" in value)
-        ):
-            raise ConfigError(
-                f"{key}.{field_name}: {value!r} is not one {field_name} (a plain name, no "
-                "wildcard, no refs/ prefix)"
-            )
-        provider = self.provider_arn
-        if provider is not None and (
-            not isinstance(provider, str) or not GITHUB_PROVIDER_ARN_PATTERN.fullmatch(provider)
-        ):
-            raise ConfigError(
-                f"{key}.provider_arn: {provider!r} is not the ARN of an IAM OIDC provider for "
-                "token.actions.githubusercontent.com"
-            )
+            raise ConfigError(f"{self.KEY}: give exactly one of branch and environment")
 
     @property
     def subject(self) -> str:
@@ -404,19 +309,9 @@ class CiConfig:
             return f"repo:{self.repository}:ref:refs/heads/{self.branch}"
         return f"repo:{self.repository}:environment:{self.environment}"
 
-    @classmethod
-    def from_context(cls, raw: Any) -> CiConfig | None:
-        """Parse the context value; ``None`` (key absent): no CI role."""
-        if raw is None:
-            return None
-        raw = _context_object(raw, CI_CONTEXT_KEY, CI_FIELDS)
-        if "repository" not in raw:
-            raise ConfigError(f"{CI_CONTEXT_KEY}.repository: missing (OWNER/REPO)")
-        return cls(**{name: raw[name] for name in CI_FIELDS if raw.get(name) is not None})
-
 
 @dataclass(frozen=True, slots=True)
-class OperationsConfig:
+class OperationsConfig(Section):
     """Where alarms go (context key ``ibi:operations``): two SNS topics per stack, or nowhere.
 
     ``page_email`` (the on-call address) gets the alarms that mean readers are failing now
@@ -426,17 +321,11 @@ class OperationsConfig:
     its alarms and their return to OK; AWS mails each address a confirmation link first.
     """
 
-    alarm_email: str | None = None
-    page_email: str | None = None
-    ticket_email: str | None = None
+    KEY: ClassVar[str] = OPERATIONS_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        for name in OPERATIONS_FIELDS:
-            email = getattr(self, name)
-            if email is not None and (
-                not isinstance(email, str) or not EMAIL_PATTERN.fullmatch(email)
-            ):
-                raise ConfigError(f"{OPERATIONS_CONTEXT_KEY}.{name}: {email!r} is not an address")
+    alarm_email: Annotated[str | None, EMAIL] = None
+    page_email: Annotated[str | None, EMAIL] = None
+    ticket_email: Annotated[str | None, EMAIL] = None
 
     @property
     def page_address(self) -> str | None:
@@ -448,64 +337,8 @@ class OperationsConfig:
         """Where ticket alarms go: ``ticket_email``, else ``alarm_email``."""
         return self.ticket_email or self.alarm_email
 
-    @classmethod
-    def from_context(cls, raw: Any) -> OperationsConfig:
-        """Parse the context value; ``None`` (key absent) gives the defaults."""
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, OPERATIONS_CONTEXT_KEY, OPERATIONS_FIELDS)
-        return cls(**_plain_values(raw, OPERATIONS_FIELDS, OPERATIONS_CONTEXT_KEY))
 
-
-def _plain_values(raw: Mapping[str, Any], names: Iterable[str], key: str) -> dict[str, Any]:
-    """The given fields that are set, as they are, and ``log_retention`` parsed."""
-    values: dict[str, Any] = {name: raw[name] for name in names if raw.get(name) is not None}
-    if raw.get("log_retention") is not None:
-        values["log_retention"] = _retention(raw["log_retention"], key)
-    return values
-
-
-def _context_object(raw: Any, key: str, fields: Iterable[str]) -> Mapping[str, Any]:
-    """A service's context value as a mapping of known fields (parsed if given as JSON)."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{key}: not valid JSON ({error})") from None
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{key}: expected an object, got {raw!r}")
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise ConfigError(f"{key}: unknown fields {unknown}")
-    return raw
-
-
-def _ibi(value: Any, name: str) -> str:
-    """``value`` as a canonical IBI, or a ConfigError naming the field."""
-    if not isinstance(value, str):
-        raise ConfigError(f"{name}: {value!r} is not an IBI")
-    try:
-        return parse_label(value).label
-    except InvalidInput as error:
-        raise ConfigError(f"{name}: {error}") from None
-
-
-def _subsystems(raw: Any) -> tuple[Subsystem, ...]:
-    if not isinstance(raw, list):
-        raise ConfigError(f"{MINTING_CONTEXT_KEY}.subsystems: expected a list, got {raw!r}")
-    try:
-        return tuple(Subsystem.from_mapping(item) for item in raw)
-    except InvalidInput as error:
-        raise ConfigError(f"{MINTING_CONTEXT_KEY}.subsystems: {error}") from None
-
-
-def _retention(name: Any, key: str) -> logs.RetentionDays:
-    """A ``logs.RetentionDays`` member from its name, e.g. ``"ONE_MONTH"``."""
-    try:
-        return logs.RetentionDays[str(name)]
-    except KeyError:
-        choices = ", ".join(member.name for member in logs.RetentionDays)
-        raise ConfigError(f"{key}.log_retention: {name!r} is not one of {choices}") from None
+OPERATIONS_FIELDS = field_names(OperationsConfig)
 
 
 def subsystems_json(subsystems: Iterable[Subsystem]) -> str:
@@ -519,27 +352,27 @@ def subsystems_json(subsystems: Iterable[Subsystem]) -> str:
 
 def minting_config(scope: Construct) -> MintingConfig:
     """The minting settings from the context visible at ``scope``."""
-    return MintingConfig.from_context(scope.node.try_get_context(MINTING_CONTEXT_KEY))
+    return MintingConfig.from_scope(scope)
 
 
 def archive_config(scope: Construct) -> ArchiveConfig:
     """The Archive settings from the context visible at ``scope``."""
-    return ArchiveConfig.from_context(scope.node.try_get_context(ARCHIVE_CONTEXT_KEY))
+    return ArchiveConfig.from_scope(scope)
 
 
 def resolver_config(scope: Construct) -> ResolverConfig:
     """The resolver settings from the context visible at ``scope``."""
-    return ResolverConfig.from_context(scope.node.try_get_context(RESOLVER_CONTEXT_KEY))
+    return ResolverConfig.from_scope(scope)
 
 
 def ci_config(scope: Construct) -> CiConfig | None:
     """The CI role's settings from the context visible at ``scope``; ``None``: no CI role."""
-    return CiConfig.from_context(scope.node.try_get_context(CI_CONTEXT_KEY))
+    return CiConfig.from_scope(scope)
 
 
 def operations_config(scope: Construct) -> OperationsConfig:
     """Where alarms go, from the context visible at ``scope``."""
-    return OperationsConfig.from_context(scope.node.try_get_context(OPERATIONS_CONTEXT_KEY))
+    return OperationsConfig.from_scope(scope)
 
 
 def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
@@ -629,6 +462,7 @@ class DeploymentConfig:
     ``termination_protection`` (``ibi:termination_protection``) defaults to on for the stages
     ``prod`` and ``production`` and off otherwise. ``tags`` (``ibi:tags``) go on every resource,
     with ``ibi:stage`` when there is a stage: cost allocation tags once activated in Billing.
+    Each field is a context key of its own, checked as a section's field is.
     """
 
     stage: str | None = None
@@ -637,21 +471,16 @@ class DeploymentConfig:
     termination_protection: bool = False
     tags: tuple[tuple[str, str], ...] = ()
 
+    CHECKS: ClassVar[dict[str, tuple[str, Check]]] = {
+        "stage": (STAGE_CONTEXT_KEY, Text(STAGE_PATTERN, "a stage (a-z then a-z0-9, 1-16)")),
+        "region": (REGION_CONTEXT_KEY, Text(REGION_PATTERN, "an AWS region")),
+        "account": (ACCOUNT_CONTEXT_KEY, Text(ACCOUNT_PATTERN, "12 digits")),
+    }
+
     def __post_init__(self) -> None:
-        if self.stage is not None and (
-            not isinstance(self.stage, str) or not STAGE_PATTERN.fullmatch(self.stage)
-        ):
-            raise ConfigError(
-                f"{STAGE_CONTEXT_KEY}: {self.stage!r} is not a stage (a-z then a-z0-9, 1-16)"
-            )
-        if self.region is not None and (
-            not isinstance(self.region, str) or not REGION_PATTERN.fullmatch(self.region)
-        ):
-            raise ConfigError(f"{REGION_CONTEXT_KEY}: {self.region!r} is not an AWS region")
-        if self.account is not None and (
-            not isinstance(self.account, str) or not ACCOUNT_PATTERN.fullmatch(self.account)
-        ):
-            raise ConfigError(f"{ACCOUNT_CONTEXT_KEY}: {self.account!r} is not 12 digits")
+        for name, (key, check) in self.CHECKS.items():
+            if getattr(self, name) is not None:
+                check(getattr(self, name), key)
         for key, value in self.tags:
             if not TAG_KEY_PATTERN.fullmatch(key) or key.lower().startswith("aws:"):
                 raise ConfigError(f"{TAGS_CONTEXT_KEY}: {key!r} is not a tag key")
@@ -678,7 +507,9 @@ class DeploymentConfig:
             return scope.node.try_get_context(key)
 
         stage = get(STAGE_CONTEXT_KEY) or None
-        protection = _flag(get(TERMINATION_PROTECTION_CONTEXT_KEY), stage)
+        protection = _flag(
+            get(TERMINATION_PROTECTION_CONTEXT_KEY), TERMINATION_PROTECTION_CONTEXT_KEY
+        )
         raw_tags = get(TAGS_CONTEXT_KEY)
         if isinstance(raw_tags, str):
             try:
@@ -691,20 +522,18 @@ class DeploymentConfig:
             stage=stage,
             region=get(REGION_CONTEXT_KEY) or None,
             account=str(get(ACCOUNT_CONTEXT_KEY)) if get(ACCOUNT_CONTEXT_KEY) else None,
-            termination_protection=protection,
+            termination_protection=stage in PRODUCTION_STAGES if protection is None else protection,
             tags=tuple(sorted((str(k), v) for k, v in (raw_tags or {}).items())),
         )
 
 
-def _flag(raw: Any, stage: Any) -> bool:
-    """``ibi:termination_protection``: true/false (or their strings); unset: production."""
-    if raw is None:
-        return stage in PRODUCTION_STAGES
-    if isinstance(raw, bool):
+def _flag(raw: Any, key: str) -> bool | None:
+    """A true/false context value (or their strings); ``None`` when unset."""
+    if raw is None or isinstance(raw, bool):
         return raw
     if isinstance(raw, str) and raw.lower() in {"true", "false"}:
         return raw.lower() == "true"
-    raise ConfigError(f"{TERMINATION_PROTECTION_CONTEXT_KEY}: {raw!r} is not true or false")
+    raise ConfigError(f"{key}: {raw!r} is not true or false")
 
 
 def deployment_config(scope: Construct) -> DeploymentConfig:
@@ -713,24 +542,18 @@ def deployment_config(scope: Construct) -> DeploymentConfig:
 
 
 THROTTLE_CONTEXT_KEY = "ibi:throttle"
-THROTTLE_FIELDS = (
-    "public_rate",
-    "public_burst",
-    "signed_rate",
-    "signed_burst",
-    "oai_rate",
-    "oai_burst",
-)
 # API Gateway's own ceiling: 10,000 requests per second and a burst of 5,000 per account and
 # region, shared by every API there. A route's limits cannot exceed them usefully.
 THROTTLE_MAX_RATE = 10_000
 THROTTLE_MAX_BURST = 5_000
+RATE = Whole(1, THROTTLE_MAX_RATE)
+BURST = Whole(1, THROTTLE_MAX_BURST)
 
 Limit = tuple[int, int]  # requests per second, burst
 
 
 @dataclass(frozen=True, slots=True)
-class ThrottleConfig:
+class ThrottleConfig(Section):
     """The routes' throttles (context ``ibi:throttle``), in requests per second and burst.
 
     Each route has a bucket of its own (a route setting of its API's stage). ``public_*``:
@@ -742,19 +565,14 @@ class ThrottleConfig:
     from API Gateway before the Lambda runs.
     """
 
-    public_rate: int = 100
-    public_burst: int = 200
-    signed_rate: int = 20
-    signed_burst: int = 40
-    oai_rate: int = 5
-    oai_burst: int = 10
+    KEY: ClassVar[str] = THROTTLE_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        for name in THROTTLE_FIELDS:
-            high = THROTTLE_MAX_BURST if name.endswith("burst") else THROTTLE_MAX_RATE
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-                raise ConfigError(f"{THROTTLE_CONTEXT_KEY}.{name}: {value!r} is not in 1-{high}")
+    public_rate: Annotated[int, RATE] = 100
+    public_burst: Annotated[int, BURST] = 200
+    signed_rate: Annotated[int, RATE] = 20
+    signed_burst: Annotated[int, BURST] = 40
+    oai_rate: Annotated[int, RATE] = 5
+    oai_burst: Annotated[int, BURST] = 10
 
     @property
     def public(self) -> Limit:
@@ -768,36 +586,37 @@ class ThrottleConfig:
     def oai(self) -> Limit:
         return self.oai_rate, self.oai_burst
 
-    @classmethod
-    def from_context(cls, raw: Any) -> ThrottleConfig:
-        """Parse the context value; ``None`` (key absent) gives the defaults."""
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, THROTTLE_CONTEXT_KEY, THROTTLE_FIELDS)
-        return cls(**{name: raw[name] for name in THROTTLE_FIELDS if raw.get(name) is not None})
-
 
 def throttle_config(scope: Construct) -> ThrottleConfig:
     """The APIs' throttles from the context visible at ``scope``."""
-    return ThrottleConfig.from_context(scope.node.try_get_context(THROTTLE_CONTEXT_KEY))
+    return ThrottleConfig.from_scope(scope)
 
 
 WAF_CONTEXT_KEY = "ibi:waf"
-WAF_FIELDS = (
-    "rate_limit",
-    "retry_after_seconds",
-    "archive_domain_name",
-    "archive_certificate_arn",
-    "archive_rate_limit",
-    "log_retention",
-)
 # AWS WAF's bounds for a rate-based rule's limit (requests per address per evaluation window).
 WAF_LIMITS = (10, 2_000_000_000)
 WAF_REGION = "us-east-1"  # a web ACL of CloudFront scope, and a distribution's certificate
 
 
 @dataclass(frozen=True, slots=True)
-class WafConfig:
+class EdgeCertificate(Check):
+    """A CloudFront distribution's certificate: an ACM certificate in us-east-1."""
+
+    what: str = f"an ACM certificate ARN in {WAF_REGION}"
+
+    def __call__(self, value: Any, path: str) -> str:
+        arn: str = CERTIFICATE(value, path)
+        region = CERTIFICATE_ARN_PATTERN.fullmatch(arn)["region"]  # type: ignore[index]
+        if region != WAF_REGION:
+            raise ConfigError(
+                f"{path}: the certificate is in {region}; CloudFront takes one in "
+                f"{WAF_REGION} only (request or import it there)"
+            )
+        return arn
+
+
+@dataclass(frozen=True, slots=True)
+class WafConfig(OptionalSection):
     """The edge (context ``ibi:waf``): a stack in us-east-1 whose CloudFront distributions,
     with a rate-based web ACL, front the resolver's public routes and, given
     ``archive_domain_name``, the Archive's (``infra/edge.py``). The regional stacks may be in
@@ -807,70 +626,33 @@ class WafConfig:
     distribution needs a domain of its own and a certificate for it in us-east-1: the
     Archive's links must name the distribution, never the API it fronts."""
 
-    rate_limit: int = 1000
-    retry_after_seconds: int = 60
-    archive_domain_name: str | None = None
-    archive_certificate_arn: str | None = None
-    archive_rate_limit: int = 20_000
-    log_retention: logs.RetentionDays = field(default=logs.RetentionDays.ONE_MONTH)
+    KEY: ClassVar[str] = WAF_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        key = WAF_CONTEXT_KEY
-        low, high = WAF_LIMITS
-        for name in ("rate_limit", "archive_rate_limit"):
-            limit = getattr(self, name)
-            if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
-                raise ConfigError(f"{key}.{name}: {limit!r} is not in {low}-{high}")
-        wait = self.retry_after_seconds
-        if isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= 3600:
-            raise ConfigError(f"{key}.retry_after_seconds: {wait!r} is not 1-3600")
-        if (self.archive_domain_name is None) != (self.archive_certificate_arn is None):
-            raise ConfigError(
-                f"{key}: give archive_domain_name and archive_certificate_arn together, or "
-                "neither (the Archive is then not behind the edge)"
-            )
-        if self.archive_domain_name is not None:
-            domain = _domain(self.archive_domain_name, f"{key}.archive_domain_name")
-            object.__setattr__(self, "archive_domain_name", domain)
-            _edge_certificate(self.archive_certificate_arn, f"{key}.archive_certificate_arn")
+    rate_limit: Annotated[int, Whole(*WAF_LIMITS)] = 1000
+    retry_after_seconds: Annotated[int, Whole(1, 3600)] = 60
+    archive_domain_name: Annotated[str | None, DOMAIN] = None
+    archive_certificate_arn: Annotated[str | None, EdgeCertificate()] = None
+    archive_rate_limit: Annotated[int, Whole(*WAF_LIMITS)] = 20_000
+    log_retention: Annotated[logs.RetentionDays, RETENTION] = ONE_MONTH
+
+    def check(self) -> None:
+        self.both_or_neither(
+            "archive_domain_name",
+            "archive_certificate_arn",
+            ", or neither (the Archive is then not behind the edge)",
+        )
 
     @classmethod
     def from_context(cls, raw: Any) -> WafConfig | None:
-        """``None`` (absent, null or false): no edge stack."""
+        """``None`` (absent, null or false): no edge stack; ``true``: the defaults."""
         if raw is None or raw is False or raw == "false":
             return None
-        if raw is True or raw == "true":
-            return cls()
-        raw = _context_object(raw, WAF_CONTEXT_KEY, WAF_FIELDS)
-        return cls(
-            **_plain_values(
-                raw, [name for name in WAF_FIELDS if name != "log_retention"], WAF_CONTEXT_KEY
-            )
-        )
-
-
-def _domain(value: Any, name: str) -> str:
-    """``value`` as a lower-case DNS name, or a ConfigError naming the field."""
-    if not isinstance(value, str) or not DOMAIN_NAME_PATTERN.fullmatch(value.lower().rstrip(".")):
-        raise ConfigError(f"{name}: {value!r} is not a DNS name")
-    return value.lower().rstrip(".")
-
-
-def _edge_certificate(arn: Any, name: str) -> None:
-    """A CloudFront distribution's certificate: an ACM certificate in us-east-1."""
-    match = CERTIFICATE_ARN_PATTERN.fullmatch(arn) if isinstance(arn, str) else None
-    if match is None:
-        raise ConfigError(f"{name}: {arn!r} is not an ACM certificate ARN")
-    if match["region"] != WAF_REGION:
-        raise ConfigError(
-            f"{name}: the certificate is in {match['region']}; CloudFront takes one in "
-            f"{WAF_REGION} only (request or import it there)"
-        )
+        return cls() if raw is True or raw == "true" else read(cls, raw)
 
 
 def waf_config(scope: Construct) -> WafConfig | None:
     """The edge's settings, or ``None`` when there is no edge."""
-    return WafConfig.from_context(scope.node.try_get_context(WAF_CONTEXT_KEY))
+    return WafConfig.from_scope(scope)
 
 
 SNAPSTART_CONTEXT_KEY = "ibi:snapstart"
@@ -878,7 +660,7 @@ SNAPSTART_CONTEXT_KEY = "ibi:snapstart"
 
 def snapstart_enabled(scope: Construct) -> bool:
     """``ibi:snapstart``: true/false (or their strings); off when unset."""
-    return _bool_context(scope, SNAPSTART_CONTEXT_KEY)
+    return bool(_flag(scope.node.try_get_context(SNAPSTART_CONTEXT_KEY), SNAPSTART_CONTEXT_KEY))
 
 
 TRACING_CONTEXT_KEY = "ibi:tracing"
@@ -891,27 +673,18 @@ def tracing_enabled(scope: Construct) -> bool:
     request each second and 5% of the rest): about 3 traces per resolution at low traffic,
     priced in docs/scale.md. Off, the functions send no segments and need no X-Ray grant.
     """
-    return _bool_context(scope, TRACING_CONTEXT_KEY)
-
-
-def _bool_context(scope: Construct, key: str) -> bool:
-    raw = scope.node.try_get_context(key)
-    if raw is None or isinstance(raw, bool):
-        return bool(raw)
-    if isinstance(raw, str) and raw.lower() in {"true", "false"}:
-        return raw.lower() == "true"
-    raise ConfigError(f"{key}: {raw!r} is not true or false")
+    return bool(_flag(scope.node.try_get_context(TRACING_CONTEXT_KEY), TRACING_CONTEXT_KEY))
 
 
 CONCURRENCY_CONTEXT_KEY = "ibi:concurrency"
-CONCURRENCY_FIELDS = ("minting", "archive", "resolver")
 # Lambda keeps at least 100 of an account's concurrency unreserved (10 on a new account with a
 # limit of 10, where nothing can be reserved): a reservation is at most the limit less that.
 CONCURRENCY_MAX = 10_000
+RESERVATION = Whole(1, CONCURRENCY_MAX)
 
 
 @dataclass(frozen=True, slots=True)
-class ConcurrencyConfig:
+class ConcurrencyConfig(Section):
     """Reserved concurrency per function (context ``ibi:concurrency``), ``None``: none.
 
     A reservation is both a floor and a ceiling: the minting and resolver functions keep
@@ -920,41 +693,23 @@ class ConcurrencyConfig:
     on the account's unreserved pool, as a new account (concurrency limit 10) requires.
     """
 
-    minting: int | None = None
-    archive: int | None = None
-    resolver: int | None = None
+    KEY: ClassVar[str] = CONCURRENCY_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        for name in CONCURRENCY_FIELDS:
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 1 <= value <= CONCURRENCY_MAX
-            ):
-                raise ConfigError(
-                    f"{CONCURRENCY_CONTEXT_KEY}.{name}: {value!r} is not in 1-{CONCURRENCY_MAX}"
-                )
-
-    @classmethod
-    def from_context(cls, raw: Any) -> ConcurrencyConfig:
-        if raw is None:
-            return cls()
-        raw = _context_object(raw, CONCURRENCY_CONTEXT_KEY, CONCURRENCY_FIELDS)
-        return cls(**{name: raw[name] for name in CONCURRENCY_FIELDS if raw.get(name) is not None})
+    minting: Annotated[int | None, RESERVATION] = None
+    archive: Annotated[int | None, RESERVATION] = None
+    resolver: Annotated[int | None, RESERVATION] = None
 
 
 def concurrency_config(scope: Construct) -> ConcurrencyConfig:
     """The functions' reserved concurrency from the context visible at ``scope``."""
-    return ConcurrencyConfig.from_context(scope.node.try_get_context(CONCURRENCY_CONTEXT_KEY))
+    return ConcurrencyConfig.from_scope(scope)
 
 
 CANARY_CONTEXT_KEY = "ibi:canary"
-CANARY_FIELDS = ("ibi", "resolver_url", "every_minutes")
 
 
 @dataclass(frozen=True, slots=True)
-class CanaryConfig:
+class CanaryConfig(OptionalSection):
     """The canary (context ``ibi:canary``): every ``every_minutes`` a function of the resolver
     stack resolves ``ibi`` at ``resolver_url`` as a reader would (the resolver's 302, then the
     Archive's file) and publishes whether it got the file (``infra/canary.py``).
@@ -964,35 +719,20 @@ class CanaryConfig:
     it; behind the edge without a custom domain, the edge stack's ``EdgeUrl``, given here).
     """
 
-    ibi: str
-    resolver_url: str | None = None
-    every_minutes: int = 5
+    KEY: ClassVar[str] = CANARY_CONTEXT_KEY
 
-    def __post_init__(self) -> None:
-        key = CANARY_CONTEXT_KEY
-        object.__setattr__(self, "ibi", _ibi(self.ibi, f"{key}.ibi"))
-        url = self.resolver_url
-        if url is not None:
-            if not isinstance(url, str) or not re.fullmatch(
-                r"https://[A-Za-z0-9.-]+(:\d{1,5})?/?", url
-            ):
-                raise ConfigError(f"{key}.resolver_url: {url!r} is not https://host/")
-            object.__setattr__(self, "resolver_url", url.rstrip("/") + "/")
-        every = self.every_minutes
-        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= 60:
-            raise ConfigError(f"{key}.every_minutes: {every!r} is not 1-60")
-
-    @classmethod
-    def from_context(cls, raw: Any) -> CanaryConfig | None:
-        """``None`` (key absent): no canary."""
-        if raw is None:
-            return None
-        raw = _context_object(raw, CANARY_CONTEXT_KEY, CANARY_FIELDS)
-        if raw.get("ibi") is None:
-            raise ConfigError(f"{CANARY_CONTEXT_KEY}.ibi: missing (an IBI this deployment holds)")
-        return cls(**{name: raw[name] for name in CANARY_FIELDS if raw.get(name) is not None})
+    ibi: Annotated[str, Label("an IBI this deployment holds")]
+    resolver_url: Annotated[
+        str | None,
+        Text(
+            re.compile(r"https://[A-Za-z0-9.-]+(:\d{1,5})?/"),
+            "https://host/",
+            lambda url: url.rstrip("/") + "/",
+        ),
+    ] = None
+    every_minutes: Annotated[int, Whole(1, 60)] = 5
 
 
 def canary_config(scope: Construct) -> CanaryConfig | None:
     """The canary's settings, or ``None`` when there is no canary."""
-    return CanaryConfig.from_context(scope.node.try_get_context(CANARY_CONTEXT_KEY))
+    return CanaryConfig.from_scope(scope)

@@ -53,9 +53,8 @@ from aws_cdk.aws_apigatewayv2_authorizers import HttpLambdaAuthorizer, HttpLambd
 from constructs import Construct
 
 from functions.origin.verify import HOST_HEADER, SECRET_HEADER
-from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.config import WAF_REGION, WafConfig, tracing_enabled
-from infra.service import acknowledge_function, tracing_environment
+from infra.config import WAF_REGION, WafConfig
+from infra.service import acknowledge_function, own_function
 
 METRIC = "ibi-rate-limit"
 # CloudFront's hosted zone, the same for every distribution: a Route 53 alias names it.
@@ -112,35 +111,25 @@ class OriginVerify(Construct):
             # Nothing depends on its value but the edge, which reads it again on its deploy.
             removal_policy=RemovalPolicy.DESTROY,
         )
-        self.logs = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.role = iam.Role(
+        own = own_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="The origin check: its log group and the origin-verify secret",
-        )
-        tracing = tracing_enabled(self)
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            description="Refuses public requests that did not come through the edge",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            ids=("Logs", "Role"),
+            service="origin",
             handler=ORIGIN_HANDLER,
-            code=code or function_code("origin", requirements_of="minting"),
-            role=self.role,
-            log_group=self.logs,
-            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+            description="Refuses public requests that did not come through the edge",
+            role_description="The origin check: its log group and the origin-verify secret",
             memory_size=256,
             timeout=Duration.seconds(5),
             environment={
                 "IBI_ORIGIN_SECRET_ARN": self.secret.secret_arn,
                 "POWERTOOLS_SERVICE_NAME": "origin",
-                **tracing_environment(tracing),
             },
+            log_retention=log_retention,
+            code=code,
+            requirements_of="minting",
         )
+        self.logs, self.role, self.function = own.log_group, own.role, own.function
+        tracing = own.tracing
         # handler.py reads AWSCURRENT and AWSPREVIOUS (SecretKeys.load): not grant_read, which
         # adds DescribeSecret.
         iam.Grant.add_to_principal(

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -18,7 +18,7 @@ from constructs import Construct
 
 from ibi.core.subsystem import Subsystem
 from infra.config import subsystems_json
-from infra.service import LambdaService
+from infra.service import LambdaService, acknowledge_open_routes
 
 # Each action the minting Lambda performs on each table, and nothing else (least privilege).
 STATE_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")  # store.py: read, advance
@@ -152,19 +152,16 @@ class MintingService(LambdaService):
     def _acknowledge_findings(self) -> None:
         """cdk-nag findings accepted on purpose, each with the reason it is safe."""
         super()._acknowledge_findings()
-        for route in self.public_routes:
-            Validations.of(route).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-APIG4",
-                    reason=(
-                        "GET /openapi.json answers the minting API's OpenAPI document, the "
-                        "same for every caller and public in the repository: it reads no "
-                        "table and writes nothing, and it lets a client or a tester such as "
-                        "Schemathesis learn the API before it signs a request. Every route "
-                        "that mints or lists stays IAM-authorized; the stage throttles it."
-                    ),
-                )
-            )
+        acknowledge_open_routes(
+            self.public_routes,
+            (
+                "GET /openapi.json answers the minting API's OpenAPI document, the "
+                "same for every caller and public in the repository: it reads no "
+                "table and writes nothing, and it lets a client or a tester such as "
+                "Schemathesis learn the API before it signs a request. Every route "
+                "that mints or lists stays IAM-authorized; the stage throttles it."
+            ),
+        )
 
     @property
     def mint_url(self) -> str:

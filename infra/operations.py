@@ -5,13 +5,14 @@ HTTP API's 5xx rate (and the resolver's 4xx rate: persistent URLs that fail) fro
 ``AWS/ApiGateway`` metrics ``5xx``, ``4xx`` and ``Count`` by ``ApiId``, the requests its API
 answered 429 (a metric filter on the access log: the API's own metrics fold them into 4xx),
 and the metrics the functions publish themselves (Powertools EMF, namespace ``ibi``, dimension
-``service``): ``MintUnavailable``, ``MintTooEarly``, ``MintConflicts``
-(functions/minting/handler.py), ``IntegrityProblems`` (functions/archive/handler.py),
-``Resolution409``, ``Resolution504`` (functions/resolver/handler.py), ``TwoOriginals``
-(functions/resolver/resolving.py), ``ArchiveFailures`` by ``Archive`` too
-(functions/resolver/fanout.py). The resolver's acknowledgment queue is watched for new dead
-letters and for the age of its oldest message; the canary (``ibi:canary``) for failures and
-for silence.
+``service``): ``MintUnavailable``, ``MintTooEarly`` (functions/minting/handler.py),
+``MintConflicts`` (functions/minting/wiring.py), ``IntegrityProblems``
+(functions/archive/handler.py), ``Resolution409``, ``Resolution504``, ``TwoOriginals``
+(functions/resolver/resolving.py), ``RegistrationGuessCap`` (functions/resolver/handler.py),
+``ArchiveFailures`` by ``Archive`` too (functions/resolver/fanout.py). The resolver's
+acknowledgment queue is watched for new dead letters and for the age of its oldest message; the
+canary (``ibi:canary``) for failures and for silence; the Archive's scheduled link check for
+``BrokenLinks`` (functions/archive/linkcheck.py: a ticket).
 
 Each alarm either **pages** (readers are failing now: the canary, a 5xx rate, the resolver's
 p99 at its deadline) or opens a **ticket** (someone should look within a working day); each
@@ -118,6 +119,9 @@ THROTTLED_THRESHOLD = 50  # per 5 minutes
 # An acknowledgment older than its urlkey's 10 minutes counts nothing when it arrives.
 QUEUE_AGE_SECONDS = 600
 CANARY_METRIC = "CanaryResolved"  # 1 per run that got the file, 0 per run that did not
+# Per scheduled link check (functions/archive/linkcheck.py): the broken external URLs it found.
+BROKEN_LINKS = Signal("BrokenLinks", 1, "the scheduled link check found external URLs broken")
+LONGEST_PERIOD = Duration.days(1)  # an alarm's period, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,6 +443,25 @@ class Operations(Construct):
                     function.metric_errors(period=every, statistic="Sum"),
                 ],
             )
+        )
+
+    def watch_links(self, every: Duration) -> None:
+        """A ticket when the Archive's scheduled link check finds a broken external URL. One
+        datapoint a run: the alarm keeps its state between runs (missing data ignored), so it
+        says what the last run found; ``ibi archive check-links`` names the items."""
+        period = every if every.to_seconds() <= LONGEST_PERIOD.to_seconds() else LONGEST_PERIOD
+        broken = emf_metric("archive", BROKEN_LINKS.metric, "Maximum", period)
+        self._alarm(
+            f"archive-{BROKEN_LINKS.metric}",
+            broken,
+            BROKEN_LINKS.threshold,
+            f"archive: {BROKEN_LINKS.meaning} ({BROKEN_LINKS.metric} >= "
+            f"{BROKEN_LINKS.threshold} in a run; ibi archive check-links names them)",
+            missing=cloudwatch.TreatMissingData.IGNORE,
+            severity=BROKEN_LINKS.severity,
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="archive: broken external URLs per run", left=[broken])
         )
 
     def _alarm(

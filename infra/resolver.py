@@ -16,8 +16,14 @@ from constructs import Construct
 
 from functions.resolver.queue import BATCH, MAX_RECEIVES, VISIBILITY_SECONDS
 from ibi.defaults import RESOLVER_SERVICE_IBI
-from infra.bundling import ARCHITECTURE, RUNTIME, function_code
-from infra.service import LambdaService, acknowledge_function, tracing_environment
+from infra.bundling import function_code
+from infra.service import (
+    LambdaService,
+    acknowledge_function,
+    acknowledge_open_routes,
+    own_function,
+    powertools_environment,
+)
 
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
@@ -32,9 +38,11 @@ REGISTRY_ACTIONS = (
 )
 # throttle.py: the counters of wrong registration keys, read and counted; never scanned.
 THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
-# handler.py's load_pepper reads the secret's value, once per execution environment.
+# pepper.py's SecretPepper.load reads the secret's value, once per execution environment
+# (wiring.py builds the registration service with it).
 PEPPER_ACTIONS = ("secretsmanager:GetSecretValue",)
-# acknowledgments.py: one message per acknowledgment, on the acknowledgment queue only.
+# queue.py's SqsQueue: one message per acknowledgment (acknowledgments.py), on the
+# acknowledgment queue only.
 QUEUE_ACTIONS = ("sqs:SendMessage",)
 HANDLER = "functions.resolver.handler.lambda_handler"
 ARCHIVE_TIMEOUT_SECONDS = 3  # one Archive's answer
@@ -182,37 +190,27 @@ class Resolver(LambdaService):
         self, code: lambda_.Code, log_retention: logs.RetentionDays, log_level: str
     ) -> None:
         """The drain: the queue's event source, delivering each acknowledgment (drain.py)."""
-        self.drain_logs = logs.LogGroup(
-            self, "DrainLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.drain_role = iam.Role(
+        own = own_function(
             self,
-            "DrainRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="The acknowledgment drain: its queue, log group, registry reads, X-Ray",
-        )
-        self.drain = lambda_.Function(
-            self,
-            "DrainFunction",
-            description="Delivers the resolver's queued acknowledgments to their Archives",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            ids=("DrainLogs", "DrainRole"),
+            function_id="DrainFunction",
+            service="resolver",
             handler=DRAIN_HANDLER,
-            code=code,
-            role=self.drain_role,
-            log_group=self.drain_logs,
-            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
+            description="Delivers the resolver's queued acknowledgments to their Archives",
+            role_description=(
+                "The acknowledgment drain: its queue, log group, registry reads, X-Ray"
+            ),
             memory_size=DRAIN_MEMORY_MB,
             timeout=DRAIN_TIMEOUT,
             environment={
                 "IBI_RESOLVER_TABLE": self.registry_table.table_name,
                 "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
-                "POWERTOOLS_SERVICE_NAME": "resolver",
-                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
-                "LOG_LEVEL": log_level,
-                **tracing_environment(self.tracing),
+                **powertools_environment("resolver", log_level),
             },
+            log_retention=log_retention,
+            code=code,
         )
+        self.drain_logs, self.drain_role, self.drain = own.log_group, own.role, own.function
         self.registry_table.grant(self.drain, *DRAIN_REGISTRY_ACTIONS)
         self.drain_logs.grant_write(self.drain_role)
         # Grants ReceiveMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes
@@ -302,15 +300,12 @@ class Resolver(LambdaService):
             )
         )
         public = self.protocol_routes if self.behind_edge else self.public_routes
-        for route in public:
-            Validations.of(route).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-APIG4",
-                    reason=(
-                        "Persistent URLs, the inclusion/exclusion protocol (authenticated by the "
-                        "registration key it carries) and the pages are public by design: any "
-                        "browser and any Archive must reach them unsigned. The administration "
-                        "is under /admin/ and IAM-authorized."
-                    ),
-                )
-            )
+        acknowledge_open_routes(
+            public,
+            (
+                "Persistent URLs, the inclusion/exclusion protocol (authenticated by the "
+                "registration key it carries) and the pages are public by design: any "
+                "browser and any Archive must reach them unsigned. The administration "
+                "is under /admin/ and IAM-authorized."
+            ),
+        )

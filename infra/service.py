@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import jsii
 from aws_cdk import (
@@ -72,6 +74,80 @@ def tracing_environment(tracing: bool) -> dict[str, str]:
     return {} if tracing else {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
+def powertools_environment(service: str, log_level: str) -> dict[str, str]:
+    """What Powertools reads in a function of ``functions/<service>/``: the service its logs and
+    metrics name, the metrics' namespace, and the log level."""
+    return {
+        "POWERTOOLS_SERVICE_NAME": service,
+        "POWERTOOLS_METRICS_NAMESPACE": "ibi",
+        "LOG_LEVEL": log_level,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class OwnFunction:
+    """A Lambda with a log group and a role of its own (the role granted nothing yet)."""
+
+    log_group: logs.LogGroup
+    role: iam.Role
+    function: lambda_.Function
+    tracing: bool  # ``ibi:tracing``: X-Ray on
+
+
+def own_function(
+    scope: Construct,
+    *,
+    ids: tuple[str, str],
+    service: str,
+    handler: str,
+    description: str,
+    role_description: str,
+    memory_size: int,
+    timeout: Duration,
+    environment: Mapping[str, str],
+    log_retention: logs.RetentionDays,
+    code: lambda_.Code | None,
+    requirements_of: str | None = None,
+    function_id: str = "Function",
+    **options: Any,
+) -> OwnFunction:
+    """The Lambda of ``functions/<service>/`` (its asset bundled by infra/bundling.py unless
+    ``code`` is given), construct ``function_id`` of ``scope``, with its log group and role
+    (construct ids ``ids``), traced as ``ibi:tracing`` says; ``options`` go to the Function.
+
+    Every function here is made so: the services' (LambdaService), the Archive's link check,
+    the resolver's drain, the canary, the origin check. The caller grants the role what the
+    function needs, its log group included.
+    """
+    log_group = logs.LogGroup(
+        scope, ids[0], retention=log_retention, removal_policy=RemovalPolicy.RETAIN
+    )
+    role = iam.Role(
+        scope,
+        ids[1],
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=role_description,
+    )
+    tracing = tracing_enabled(scope)
+    function = lambda_.Function(
+        scope,
+        function_id,
+        description=description,
+        runtime=RUNTIME,
+        architecture=ARCHITECTURE,
+        handler=handler,
+        code=code or function_code(service, requirements_of=requirements_of),
+        role=role,
+        log_group=log_group,
+        tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+        memory_size=memory_size,
+        timeout=timeout,
+        environment={**environment, **tracing_environment(tracing)},
+        **options,
+    )
+    return OwnFunction(log_group, role, function, tracing)
+
+
 def acknowledge_function(role: iam.IRole, function: lambda_.IFunction, *, tracing: bool) -> None:
     """The cdk-nag findings every ibi Lambda accepts, with the reasons they are safe: the
     runtime, and with X-Ray tracing on (``ibi:tracing``) its grant on ``*``."""
@@ -97,6 +173,13 @@ def acknowledge_function(role: iam.IRole, function: lambda_.IFunction, *, tracin
             ),
         )
     )
+
+
+def acknowledge_open_routes(routes: Iterable[apigwv2.HttpRoute], reason: str) -> None:
+    """cdk-nag's AwsSolutions-APIG4 (a route no authorizer guards) accepted on each of
+    ``routes``, public by design, with the reason it is safe."""
+    for route in routes:
+        Validations.of(route).acknowledge(Acknowledgment(id="AwsSolutions-APIG4", reason=reason))
 
 
 def logged_stage(
@@ -222,44 +305,32 @@ class LambdaService(Construct):
         ``reserved_concurrency`` (``ibi:concurrency``) is the function's share of the account's
         concurrency, its floor and its ceiling.
         """
-        self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.role = iam.Role(
-            self,
-            "FunctionRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=role_description,
-        )
         snapstart = snapstart_enabled(self)
-        self.tracing = tracing_enabled(self)
-        self.function = lambda_.Function(
+        own = own_function(
             self,
-            "Function",
-            description=description,
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            ids=("FunctionLogs", "FunctionRole"),
+            service=service,
             # With SnapStart the handler is its entry in functions/shared/snapstart.py: the
             # same lambda_handler, with the after-restore hooks registered.
             handler=f"{SNAPSTART_ENTRY}.{service}" if snapstart else handler,
-            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snapstart else None,
-            code=code or function_code(service, requirements_of=requirements_of),
-            role=self.role,
-            log_group=self.log_group,
-            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
+            description=description,
+            role_description=role_description,
             memory_size=memory_size,
             timeout=timeout,
+            environment={**environment, **powertools_environment(service, log_level)},
+            log_retention=log_retention,
+            code=code,
+            requirements_of=requirements_of,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snapstart else None,
             reserved_concurrent_executions=reserved_concurrency,
-            environment={
-                **environment,
-                "POWERTOOLS_SERVICE_NAME": service,
-                "POWERTOOLS_METRICS_NAMESPACE": "ibi",
-                "LOG_LEVEL": log_level,
-                **tracing_environment(self.tracing),
-            },
         )
+        self.log_group, self.role, self.function = own.log_group, own.role, own.function
+        self.tracing = own.tracing
         for table, actions in self._table_actions:
-            table.grant(self.function, *actions)
+            # On the table alone: Table.grant would add its indexes (<table>/index/*) too.
+            iam.Grant.add_to_principal(
+                grantee=self.role, actions=list(actions), resource_arns=[table.table_arn]
+            )
         for actions, resource_arns in grants:
             iam.Grant.add_to_principal(
                 grantee=self.role, actions=list(actions), resource_arns=list(resource_arns)

@@ -210,7 +210,7 @@ class ArchiveStack(Stack):
             mint_endpoint=self.minting.url,
             mint_subsystem=config.mint_subsystem,
             # Its own subsystems: the only IBIs it takes an original for without a transfer or
-            # an operator's import (functions/archive/service.py).
+            # an operator's import (functions/archive/deposits.py).
             subsystem_prefixes=[
                 prefix for s in minting.subsystems for prefix in (s.rep_prefix, s.ibip_prefix)
             ],
@@ -223,6 +223,7 @@ class ArchiveStack(Stack):
             resolver_service_ibi=config.join_resolver_service_ibi or resolver_service_ibi,
             reserved_concurrency=concurrency.archive,
             public_authorizer=self.origin.authorizer if self.origin else None,
+            link_check_every_hours=config.link_check.every_hours,
         )
         grant_mint(self.minting, self.archive.role)
         self._limit(config.lifecycle, throttles or ThrottleConfig())
@@ -245,6 +246,8 @@ class ArchiveStack(Stack):
             ],
             config=operations,
         )
+        if self.archive.link_check_every is not None:
+            self.operations.watch_links(self.archive.link_check_every)
         self.ci = _ci_minter(self, ci, self.minting, self.archive)
         self._add_outputs()
 

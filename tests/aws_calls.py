@@ -3,7 +3,8 @@
 Issue 13: a check that needs no AWS account. :func:`install` wraps botocore's
 ``BaseClient._make_api_call`` for the whole test session (forked local-gateway workers inherit
 it) and appends one JSON line per call to a log: the function whose Lambda entry point is on
-the stack (``functions.<service>.handler`` or the resolver's ``drain``; calls a test makes to
+the stack (``functions.<service>.handler``, the resolver's ``drain`` or the Archive's
+``linkcheck``; calls a test makes to
 set up tables, buckets or secrets, through function code or not, have none and are not
 recorded), the IAM action, and the resource it names, with the ``IBI_*`` environment variables
 whose value that resource is (the way each Lambda learns its tables, bucket, secrets and queue).
@@ -31,12 +32,14 @@ ENTRY_MODULES = {
     "functions.archive.handler": "archive",
     "functions.resolver.handler": "resolver",
     "functions.resolver.drain": "drain",
+    "functions.archive.linkcheck": "linkcheck",
 }
 HANDLERS = {
     "functions.minting.handler.lambda_handler": "minting",
     "functions.archive.handler.lambda_handler": "archive",
     "functions.resolver.handler.lambda_handler": "resolver",
     "functions.resolver.drain.lambda_handler": "drain",
+    "functions.archive.linkcheck.lambda_handler": "linkcheck",
 }
 # S3 operations whose IAM action has another name.
 S3_ACTIONS = {"HeadObject": "GetObject", "ListObjectsV2": "ListBucket", "HeadBucket": "ListBucket"}
@@ -79,6 +82,8 @@ def _actions(service: str, operation: str, params: dict[str, Any]) -> list[tuple
 
 def _resources(service: str, operation: str, params: dict[str, Any]) -> list[str]:
     if service == "dynamodb":
+        if "TableName" in params and "IndexName" in params:  # a Query of an index: its own ARN
+            return [f"{params['TableName']}/index/{params['IndexName']}"]
         if "TableName" in params:
             return [str(params["TableName"])]
         if "RequestItems" in params:
@@ -139,7 +144,7 @@ def _variables(resource: str) -> list[str]:
 
 def install(log: Path) -> None:
     """Record every call made under a Lambda entry point to ``log`` (JSON lines): botocore's
-    clients, and local mode's tables (``ibi_tools/local/tables.py``), which take the same
+    clients, and local mode's tables (``ibi_tools/local/tables/``), which take the same
     DynamoDB calls in process. With ``IBI_RECORD_DYNAMO_SHAPES`` set, the stores' DynamoDB
     calls are recorded too, with what they found (``tests/dynamo_shapes.py``)."""
     from botocore.client import BaseClient
@@ -160,7 +165,7 @@ def install(log: Path) -> None:
             return
         with open(os.environ.get(LOG_VARIABLE, str(log)), "a") as out:
             for action, resource in _actions(service, operation_name, api_params):
-                base = resource.split("/", 1)[0] if service == "s3" else resource
+                base = resource.split("/", 1)[0] if service in ("s3", "dynamodb") else resource
                 variables = _variables(base)
                 entry = {
                     "function": function,
@@ -286,15 +291,17 @@ def allowed(call: Call, role: Role) -> bool:
     if not known:  # the resource's variable is unknown: a resource of that service suffices
         return True
     for target in known:  # e.g. <FilesBucket…> for the bucket, then its key below it
-        path = (
+        path = (  # a key in a bucket, an index of a table
             call.resource.split("/", 1)[1]
-            if call.action.startswith("s3:") and "/" in call.resource
+            if call.action.startswith(("s3:", "dynamodb:")) and "/" in call.resource
             else ""
         )
         wanted = f"{target}/{path}" if path else target
         for targets in statements:
             for pattern in targets:
-                if pattern == "*" or fnmatch.fnmatchcase(wanted, pattern) or pattern == target:
+                if pattern == "*" or fnmatch.fnmatchcase(wanted, pattern):
+                    return True
+                if pattern == target and not path:  # (a table's grant is not its indexes')
                     return True
                 if pattern.startswith(target) and fnmatch.fnmatchcase(wanted, pattern):
                     return True

@@ -60,7 +60,8 @@ def _from_a_store() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
         module = str(frame.f_globals.get("__name__", ""))
-        if not module.startswith(LIBRARIES) and module != "ibi_tools.local.tables":
+        tables = module == "ibi_tools.local.tables" or module.startswith("ibi_tools.local.tables.")
+        if not module.startswith(LIBRARIES) and not tables:
             return module.startswith(("functions.", "ibi_tools."))
         frame = frame.f_back  # type: ignore[assignment]
     return False
@@ -102,6 +103,18 @@ def _items(raw: Raw, operation: str, parameters: dict[str, Any], schema: Any) ->
     return items
 
 
+def _define_keys(schema: dict[str, Any], items: list[dict[str, Any]]) -> None:
+    """Put back a key attribute's definition that moto's UpdateTable dropped (it replaces a
+    table's AttributeDefinitions with the update's): its type is the one the items carry (S
+    when there is none), so that the example's table can be created again."""
+    defined = {d["AttributeName"] for d in schema["AttributeDefinitions"]}
+    for key in schema["KeySchema"]:
+        name = key["AttributeName"]
+        if name not in defined:
+            kind = next((next(iter(item[name])) for item in items if name in item), "S")
+            schema["AttributeDefinitions"].insert(0, {"AttributeName": name, "AttributeType": kind})
+
+
 def capture(raw: Raw, operation: str, parameters: dict[str, Any]) -> dict[str, Any]:
     """Make the call through ``raw``; when a store makes it, record its shape, what it found
     and how it ended (see the module)."""
@@ -117,7 +130,13 @@ def capture(raw: Raw, operation: str, parameters: dict[str, Any]) -> dict[str, A
         for name in _tables(parameters):
             table = raw("DescribeTable", {"TableName": name})["Table"]
             tables[name] = {k: table[k] for k in ("KeySchema", "AttributeDefinitions")}
+            if table.get("GlobalSecondaryIndexes"):  # (as CreateTable takes them)
+                tables[name]["GlobalSecondaryIndexes"] = [
+                    {k: index[k] for k in ("IndexName", "KeySchema", "Projection")}
+                    for index in table["GlobalSecondaryIndexes"]
+                ]
             before[name] = _items(raw, operation, parameters, table)
+            _define_keys(tables[name], before[name])
     except Exception:
         return raw(operation, parameters)
     outcome = "answered"
@@ -165,8 +184,7 @@ def write(log: Path) -> tuple[list[str], list[dict[str, Any]]]:
     SHAPES_MODULE.write_text(
         '"""The shapes of the DynamoDB calls the stores make: local mode\'s tables answer these'
         " only.\n\nGenerated; do not edit. Recorded from the test suite by"
-        ' ``python -m tests.dynamo_shapes``\n(see ``ibi_tools/local/tables.py``, "the'
-        ' contract").\n"""\n'
+        ' ``python -m tests.dynamo_shapes``\n(see ``ibi_tools/local/tables/contract.py``).\n"""\n'
         "\n# ruff: noqa: E501\n\n"
         f"STORE_SHAPES: tuple[str, ...] = (\n{listed})\n"
     )

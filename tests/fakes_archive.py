@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 from functions.archive.files import FileMismatch, FileMissing
 from functions.archive.mapping import item_to_mapping
-from functions.archive.model import Forms, Item, Profile
-from functions.archive.store import ItemExists, StaleItem
+from functions.archive.model import Forms, Item, LinkCheck, Profile
+from functions.archive.store import ItemExists, StaleItem, datestamp_of, is_record
 from ibi.core.labels import IBI
+from ibi.core.usage import Usage
 
 
 class MemoryItemStore:
@@ -26,10 +27,22 @@ class MemoryItemStore:
         self.unspecified = False
         self.urlkeys: dict[str, int] = {}  # spent urlkeys, until when they are kept
         self.accesses: dict[str, int] = {}
+        self.months: dict[str, dict[str, int]] = {}  # label -> month -> accesses
+        self.link_checks: dict[str, LinkCheck] = {}  # beside the item, as the store keeps them
         self._lock = threading.Lock()
 
+    def _beside(self, item: Item) -> Item:
+        check = self.link_checks.get(item.key)
+        return item if check is None else replace(item, link_check=check)
+
     def get(self, label: str) -> Item | None:
-        return self.items.get(self.aliases.get(label, label))
+        item = self.items.get(self.aliases.get(label, label))
+        if item is not None:
+            item = self._beside(item)
+        if item is None or item.key not in self.accesses:
+            return item
+        usage = Usage.of(self.accesses[item.key], self.months.get(item.key, {}))
+        return replace(item, usage=usage)  # as the store reads it beside the item
 
     def create(self, item: Item, *, accesses: int = 0) -> None:
         with self._lock:
@@ -61,6 +74,7 @@ class MemoryItemStore:
                 raise StaleItem(item.key)
             del self.items[item.key]
             self.accesses.pop(item.key, None)
+            self.months.pop(item.key, None)
             for label in item.ibi.labels:
                 self.aliases.pop(label, None)
 
@@ -93,24 +107,58 @@ class MemoryItemStore:
             self.urlkeys[urlkey] = expires_at
             return True
 
-    def count_access(self, label: str) -> int:
+    def count_access(self, label: str, *, month: str) -> int:
         # As DynamoDB's ADD: on the record named (an alias record is not the item's).
         if label not in self.items and label not in self.aliases:
             return 0
         if label in self.items and self.items[label].deleted:  # the condition on its state
             return 0
-        self.accesses[label] = self.accesses.get(label, 0) + 1
-        return self.accesses[label]
+        with self._lock:  # as DynamoDB's ADD: atomic
+            self.accesses[label] = self.accesses.get(label, 0) + 1
+            months = self.months.setdefault(label, {})
+            months[month] = months.get(month, 0) + 1
+            return self.accesses[label]
 
     def access_count(self, label: str) -> int:
         return self.accesses.get(label, 0)
 
-    def scan(
-        self, *, after: str | None, limit: int, consistent: bool = True
-    ) -> tuple[list[Item], str | None]:
+    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]:
         keys = sorted(k for k in self.items if after is None or k > after)
         page = keys[:limit]
-        return [self.items[k] for k in page], (page[-1] if len(keys) > limit else None)
+        return [self._beside(self.items[k]) for k in page], (
+            page[-1] if len(keys) > limit else None
+        )
+
+    def note_link_check(self, item: Item, check: LinkCheck) -> bool:
+        with self._lock:  # as the store's update: conditional on the item's version
+            held = self.items.get(item.key)
+            if held is None or held.version != item.version:
+                return False
+            self.link_checks[item.key] = check
+            return True
+
+    def query_datestamps(
+        self,
+        set_spec: str,
+        *,
+        first: int | None,
+        last: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Item]:
+        """As OAI-PMH's index: the set's records by (datestamp, key), within the bounds."""
+        positions = sorted(
+            ((datestamp_of(item), key), item)
+            for key, item in self.items.items()
+            if is_record(item) and item.content_type.value == set_spec
+        )
+        return [
+            item
+            for (stamp, key), item in positions
+            if (first is None or stamp >= first)
+            and (last is None or stamp <= last)
+            and (after is None or (stamp, key) > after)
+        ][:limit]
 
 
 class MemoryFileStore:

@@ -1,4 +1,12 @@
-"""What an Archive serves and keeps besides the item records: files, pages, checks, transfers.
+"""The Archive's facade, what the routes call: files and item records together, and pages.
+
+:class:`ContentService` owns what needs an item's files and its record at once: uploads and
+their check (a published file never changes there), an operator's revision (the previous
+version kept in the file store, the change recorded in the item), ``verify``, a transfer out
+and offers, and what a file request gets. The item layer beneath it (``service.py``:
+``ArchiveService``, made of ``deposits.py``, ``transfers.py``, ``bootstrap.py`` over
+``items.py``) owns the records alone; a verb of it that the routes call as it is is named on
+the facade with :class:`Through`, never defined twice.
 
 Pure decisions over ports: which answer a file request gets (410 for a tombstone, the external
 URL, 304 for a cached copy, a presigned URL for a large file, or the bytes after their SHA-256
@@ -14,7 +22,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 from urllib.parse import quote
 
 from aws_lambda_powertools import Logger
@@ -27,6 +35,7 @@ from functions.archive.offers import Offer, OfferKeys, Sender, accept, confirm, 
 from functions.archive.parsing import declared_files
 from functions.archive.registered import Registry, shown, transfer_view
 from functions.archive.service import UNKNOWN, ArchiveService, reason_of
+from functions.archive.store import ItemStore
 from functions.archive.transfer import (
     DepositApi,
     Transferred,
@@ -125,6 +134,34 @@ class FileAnswer:
     path: str = ""  # the file chosen
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Through(Generic[P, R]):
+    """A verb of the item layer that the facade answers as it is: named on the facade (under
+    the same name), defined once in ``ArchiveService``, called on the facade's ``archive``."""
+
+    def __init__(self, verb: Callable[Concatenate[ArchiveService, P], R]) -> None:
+        self.name = verb.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:
+            raise TypeError(f"{owner.__name__}.{name} would answer {self.name}: name it so")
+
+    @overload
+    def __get__(self, facade: None, owner: type) -> Through[P, R]: ...
+    @overload
+    def __get__(self, facade: ContentService, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(
+        self, facade: ContentService | None, owner: type | None = None
+    ) -> Through[P, R] | Callable[P, R]:
+        if facade is None:
+            return self
+        verb: Callable[P, R] = getattr(facade.archive, self.name)
+        return verb
+
+
 @dataclass(frozen=True, slots=True)
 class Verification:
     items: list[dict[str, Any]]
@@ -135,7 +172,7 @@ class Verification:
 
 
 class ContentService:
-    """Files, pages and checks of one Archive under its public ``views``."""
+    """One Archive under its public ``views``: every route's one call (module doc)."""
 
     def __init__(
         self,
@@ -254,10 +291,11 @@ class ContentService:
         return persistent if main == chosen else f"{persistent}/{quote(chosen.path, safe='/')}"
 
     def file_list(self, label: str) -> Page:
-        """``GET /list/<ibi>``: the file-list page (403 when the item is not listable)."""
+        """``GET /list/<ibi>``: the file-list page (403 when the item is not listable; a
+        tombstone's page, 410, when it was deleted)."""
         item = self._public(label)
         signposts = {"Link": self._signposts(item)}
-        status = 200 if item.listable else 403
+        status = 410 if item.deleted else 200 if item.listable else 403
         return Page(status, file_list_page(item, self.views), headers=signposts)
 
     def linkset(self, label: str) -> Page:
@@ -270,14 +308,16 @@ class ContentService:
         return Page(200, body, LINKSET, headers)
 
     def metadata(self, label: str, format: str | None) -> Page:
-        """``GET /metadata/<ibi>``: the metadata page, or the oai_dc record."""
+        """``GET /metadata/<ibi>``: the metadata page (a tombstone's, 410, for a deleted item),
+        or the oai_dc record."""
         item = self._public(label)
         if not item.dc:
             raise NotHeld(f"{item.key} has no metadata in this Archive")
         cache = {"Cache-Control": CACHE_METADATA, "Link": self._signposts(item)}
         if format == "oai_dc":
             return Page(200, oai_dc(item), "text/xml; charset=utf-8", cache)
-        return Page(200, metadata_page(item, self.views), headers=cache)
+        status = 410 if item.deleted else 200
+        return Page(status, metadata_page(item, self.views), headers=cache)
 
     # -- the deposit API ---------------------------------------------------------------------------
 
@@ -292,6 +332,8 @@ class ContentService:
                 "metadata": views.metadata_url(item, None) if item.dc else None,
             },
             "accesses": self.archive.accesses(item),
+            # the last check of its external URL (links.py); None: never, or the URL changed
+            "link_check": item.link.to_mapping() if item.link else None,
         }
 
     def add_copy(self, body: Any, principal: str = UNKNOWN) -> Item:
@@ -350,7 +392,7 @@ class ContentService:
                     files.keep_version(key, old.path, sha256_hex=old.sha256)
                 new = change.new
                 files.commit(key, new.path, sha256_hex=new.sha256, size=new.size)
-        item = self.archive.revise_files(
+        item = self.archive.record_revision(
             label,
             changes,
             reason=reason,
@@ -431,15 +473,24 @@ class ContentService:
             remaining=lambda: ends - receivers.clock(),
         )
 
-    # -- the receiving side of a transfer ----------------------------------------------------
+    # -- the item layer's verbs, answered as they are (defined in deposits.py, transfers.py) ---
 
-    def receive_transfer(self, body: Any, principal: str = UNKNOWN) -> Item:
-        return self.archive.receive_transfer(body, principal=principal)
+    get = Through(ArchiveService.get)
+    list_items = Through(ArchiveService.list_items)
+    create_original = Through(ArchiveService.create_original)
+    import_original = Through(ArchiveService.import_original)
+    update = Through(ArchiveService.update)
+    link = Through(ArchiveService.link)
+    unlink = Through(ArchiveService.unlink)
+    delete = Through(ArchiveService.delete)
+    receive_transfer = Through(ArchiveService.receive_transfer)
+    complete_transfer = Through(ArchiveService.complete_transfer)
+    cancel_transfer = Through(ArchiveService.cancel_transfer)
 
-    def complete_transfer(self, label: str, principal: str = UNKNOWN) -> Item:
-        """Promote an incoming transfer: one conditional write (each file's bytes were checked
-        by its commit), so that it is quick and either it or a cancellation wins."""
-        return self.archive.complete_transfer(label, principal=principal)
+    @property
+    def items(self) -> ItemStore:
+        """The item records as stored, which the OAI-PMH repository reads (``oai.py``)."""
+        return self.archive.items
 
     # -- a transfer between institutions (offers.py) ------------------------------------------
 

@@ -5,9 +5,10 @@ Public (no authorization): ``GET /<archive service IBI>?servicesubject=…`` (sp
 ``GET /metadata/<ibi>[?format=oai_dc]``, ``POST /transfers/confirm`` (an offer, offers.py),
 ``GET /transfers/held?ibi=`` (what is held for a transfer, staged included: registered.py),
 ``GET|POST /oai`` (OAI-PMH 2.0, oai.py), ``GET /openapi.json``.
-IAM-authorized in AWS: ``/api/…`` (deposit).
-Routes parse, make one service call and answer; the logic is in ``service.py`` (items),
-``content.py`` (files, pages, checks, transfers) and ``protocol.py``; ``wiring.py`` builds them.
+IAM-authorized in AWS: ``/api/…`` (deposit; ``/api/links…``, the external URLs checked).
+Routes parse, make one call on ``site().content`` (``content.py``, the Archive's facade over
+its files and its item layer, ``service.py``) or ``site().protocol`` (``protocol.py``), and
+answer; ``wiring.py`` builds them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.metrics import MetricUnit
 
-from functions.archive import oai, views, wiring
+from functions.archive import links, oai, views, wiring
 from functions.archive.content import FileAnswer, Page
 from functions.archive.errors import ArchiveError, BadRequest, NotHeld, ProtocolError
 from functions.archive.files import FileMismatch, FileMissing, FileStoreError, FileTooLarge
@@ -32,13 +33,41 @@ from functions.archive.transfer import TransferFailed
 from functions.archive.wiring import Site
 from functions.shared import edge, openapi
 from functions.shared.edge import error_response, html_response, json_response, text_response
+from functions.shared.errors import ErrorTable, Refusal, answer_errors, unavailable
 from ibi.core.pairlist import PairList, encode_value, format_pair_list
 
 logger = Logger(service="archive")
 metrics = Metrics(namespace="ibi", service="archive")
 app = APIGatewayHttpResolver()
+ROUTES: edge.Routes = {  # the routes below of a fixed path, and their methods (405s name them)
+    "/api/copies": ("POST",),
+    "/api/imports": ("POST",),
+    "/api/item": ("DELETE", "GET", "PATCH"),
+    "/api/item/files": ("POST",),
+    "/api/item/files/replace": ("POST",),
+    "/api/item/links": ("DELETE", "POST"),
+    "/api/item/offers": ("POST",),
+    "/api/item/previous": ("GET",),
+    "/api/item/transfer": ("POST",),
+    "/api/item/uploads": ("POST",),
+    "/api/items": ("GET", "POST"),
+    "/api/links": ("GET",),
+    "/api/links/check": ("POST",),
+    "/api/service": ("GET",),
+    "/api/transfers": ("DELETE", "POST"),
+    "/api/transfers/accept": ("POST",),
+    "/api/transfers/complete": ("POST",),
+    "/api/verify": ("POST",),
+    "/oai": ("GET", "POST"),
+    "/openapi.json": ("GET",),
+    "/transfers/confirm": ("POST",),
+    "/transfers/held": ("GET",),
+}
+JSON_PATHS = ("/api/", "/transfers/")  # errors there are JSON; elsewhere, a page
 
 MAX_IDEMPOTENCY_KEY = 200
+# A link check asked through the API ends within the API's 29 s (infra/archive.py's TIMEOUT).
+LINK_CHECK_SECONDS = 20.0
 OAI_XML = "text/xml; charset=utf-8"
 OAI_FORM = (
     "send the arguments as application/x-www-form-urlencoded UTF-8, e.g. "
@@ -168,13 +197,14 @@ def oai_pmh() -> Response[Any]:
     """OAI-PMH 2.0 (oai.py): every answer is 200 and XML, the protocol's errors included."""
     event, settings = app.current_event, wiring.runtime().settings
     repository = oai.archive_repository(
-        site().content.archive.items,
+        site().content.items,
         address=site().identity.address,
         service_ibi=site().identity.service.key,
         base_url=site().views.base_url,
         admin_email=settings.admin_email,
         clock=wiring.runtime().clock,
         page_size=settings.oai_page_size,
+        resolver_url=site().views.resolver_url,
     )
     if event.http_method == "GET":
         arguments = event.raw_query_string
@@ -213,9 +243,7 @@ def get_service() -> Response[str]:
 @app.post("/api/items")
 def create_original() -> Response[str]:
     key = edge.idempotency_key(app.current_event, error=BadRequest, max_length=MAX_IDEMPOTENCY_KEY)
-    item = site().content.archive.create_original(
-        body(), idempotency_key=key, principal=principal()
-    )
+    item = site().content.create_original(body(), idempotency_key=key, principal=principal())
     count("ItemsCreated")
     logger.info("original created", extra={"ibi": item.key, "by": item.creator})
     return item_json(201, item)
@@ -232,31 +260,33 @@ def create_copy() -> Response[str]:
 
 @app.get("/api/item")
 def get_item() -> Response[str]:
-    return item_json(200, site().content.archive.get(item_label()))
+    return item_json(200, site().content.get(item_label()))
 
 
 @app.patch("/api/item")
 def update_item() -> Response[str]:
-    return item_json(200, site().content.archive.update(item_label(), body(), principal()))
+    return item_json(200, site().content.update(item_label(), body(), principal()))
 
 
 @app.post("/api/item/links")
 def link_item() -> Response[str]:
-    return item_json(200, site().content.archive.link(item_label(), body()))
+    return item_json(200, site().content.link(item_label(), body()))
 
 
 @app.delete("/api/item/links")
 def unlink_item() -> Response[str]:
     """Remove one link (``?link=next_edition|translation(LANG)|metadata|metadata_oai_dc``)."""
-    item = site().content.archive.unlink(item_label(), query("link"), principal())
+    item = site().content.unlink(item_label(), query("link"), principal())
     logger.info("link removed", extra={"ibi": item.key, "link": query("link"), "by": principal()})
     return item_json(200, item)
 
 
 @app.delete("/api/item")
 def delete_item() -> Response[str]:
-    item = site().content.archive.delete(item_label())
-    logger.info("item deleted", extra={"ibi": item.key})
+    """Withdraw an item (``?reason=`` says why: its tombstone pages and citation show it)."""
+    reason = query("reason")
+    item = site().content.delete(item_label(), reason=reason, principal=principal())
+    logger.info("item deleted", extra={"ibi": item.key, "by": principal(), "reason": reason})
     return item_json(200, item)
 
 
@@ -265,7 +295,7 @@ def list_items() -> Response[str]:
     limit = edge.query_int(
         app.current_event, "limit", default=50, low=1, high=200, error=BadRequest
     )
-    items, more = site().content.archive.list_items(after=query("after"), limit=limit)
+    items, more = site().content.list_items(after=query("after"), limit=limit)
     return json_response(200, {"items": [item_to_mapping(i) for i in items], "next": more})
 
 
@@ -301,7 +331,7 @@ def previous_version() -> Response[str]:
 @app.post("/api/imports")
 def import_original() -> Response[str]:
     """An original for an IBI of another subsystem, authorised by an operator (recorded)."""
-    item = site().content.archive.import_original(body(), principal=principal())
+    item = site().content.import_original(body(), principal=principal())
     logger.info("original imported", extra={"ibi": item.key, "by": item.creator})
     return item_json(201, item)
 
@@ -323,7 +353,7 @@ def complete_transfer() -> Response[str]:
 
 @app.delete("/api/transfers")
 def cancel_transfer() -> Response[str]:
-    item = site().content.archive.cancel_transfer(item_label())
+    item = site().content.cancel_transfer(item_label())
     logger.info("transfer cancelled", extra={"ibi": item.key, "by": principal()})
     return json_response(200, {"cancelled": item.ibi.to_mapping()})
 
@@ -383,6 +413,35 @@ def verify() -> Response[str]:
     return json_response(200, answer)
 
 
+@app.post("/api/links/check")
+def check_links() -> Response[str]:
+    """Check the items' external URLs (``links.py``): those ``ibis`` names, else the items due
+    (oldest-checked first) for up to :data:`LINK_CHECK_SECONDS`; ``left``: those not reached."""
+    labels, checked_before = links.run_request(body())
+    run = site().links.run(seconds=LINK_CHECK_SECONDS, labels=labels, checked_before=checked_before)
+    logger.info(
+        "links checked",
+        extra={"checked": len(run.results), "broken": len(run.broken), "left": run.left},
+    )
+    return json_response(200, run.to_mapping())
+
+
+@app.get("/api/links")
+def list_broken_links() -> Response[str]:
+    """The items whose external URL the last check found broken (``?status=broken``), one
+    Scan page (``limit`` records read) at a time: ``next`` says where the next one starts."""
+    if (query("status") or "broken") != "broken":
+        raise BadRequest("?status=broken is the one list kept (a working link needs no list)")
+    limit = edge.query_int(
+        app.current_event, "limit", default=200, low=1, high=1000, error=BadRequest
+    )
+    items, more = site().links.broken(after=query("after"), limit=limit)
+    found = [
+        {"ibi": item.ibi.to_mapping(), **item.link.to_mapping()} for item in items if item.link
+    ]
+    return json_response(200, {"broken": found, "next": more})
+
+
 @app.post("/api/item/transfer")
 def transfer() -> Response[str]:
     """Move a transferable original to another Archive (seed 001 §3.2; see transfer.py)."""
@@ -428,15 +487,6 @@ def protocol_error(error: ProtocolError) -> Response[str]:
     return pairs_response(400, PairList([("error", words)]))
 
 
-@app.exception_handler(ArchiveError)  # type: ignore[untyped-decorator]
-def archive_error(error: ArchiveError) -> Response[str]:
-    if app.current_event.path.startswith(("/api/", "/transfers/")):  # JSON callers
-        return error_response(error.status, type(error).__name__, str(error))
-    return html_response(
-        error.status, views.error_page(error.status, str(error)), **views.PAGE_HEADERS
-    )
-
-
 @app.exception_handler(TransferFailed)  # type: ignore[untyped-decorator]
 def transfer_failed(failure: TransferFailed) -> Response[str]:
     code = "TransferRefused" if failure.refused else "TransferIncomplete"
@@ -444,40 +494,34 @@ def transfer_failed(failure: TransferFailed) -> Response[str]:
     return error_response(502, code, str(failure))
 
 
-FILE_ERRORS: dict[type[Exception], tuple[int, str, str]] = {
-    FileMissing: (409, "FileMissing", ": upload it first"),
-    FileMismatch: (422, "FileMismatch", ""),
-    FileTooLarge: (413, "FileTooLarge", ""),
+ERRORS: ErrorTable = {
+    ArchiveError: Refusal(),  # its own status, its class's name
+    FileMissing: Refusal(409, "FileMissing", hint=": upload it first"),
+    FileMismatch: Refusal(422, "FileMismatch"),
+    FileTooLarge: Refusal(413, "FileTooLarge"),
+    FileStoreError: unavailable("file store unavailable"),
+    ArchiveStoreError: unavailable("store unavailable"),
+    Exception: Refusal(500, "InternalError", "the Archive failed", unexpected=True),
 }
 
 
-@app.exception_handler(FileMissing)  # type: ignore[untyped-decorator]
-@app.exception_handler(FileMismatch)  # type: ignore[untyped-decorator]
-@app.exception_handler(FileTooLarge)  # type: ignore[untyped-decorator]
-def file_refused(error: Exception) -> Response[str]:
-    status, code, hint = FILE_ERRORS[type(error)]
-    return error_response(status, code, f"{error}{hint}")
+def present(error: Exception, answer: Response[str]) -> Response[str]:
+    """The JSON answer to the APIs (``/api/``, ``/transfers/``); a reader gets an Archive's
+    refusal as a page."""
+    if not isinstance(error, ArchiveError) or app.current_event.path.startswith(JSON_PATHS):
+        return answer
+    status = answer.status_code
+    return html_response(status, views.error_page(status, str(error)), **views.PAGE_HEADERS)
 
 
-@app.exception_handler(FileStoreError)  # type: ignore[untyped-decorator]
-@app.exception_handler(ArchiveStoreError)  # type: ignore[untyped-decorator]
-def store_unavailable(error: Exception) -> Response[str]:
-    name = "file store" if isinstance(error, FileStoreError) else "store"
-    logger.warning(f"{name} unavailable", extra={"reason": str(error)})
-    return error_response(503, "Unavailable", "retry shortly", **{"Retry-After": "1"})
+answer_errors(app, ERRORS, logger=logger, present=present)
 
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
-    return edge.method_not_allowed(app) or error_response(
+    return edge.method_not_allowed(app.current_event, ROUTES) or error_response(
         404, "NotFound", f"no route {app.current_event.path}"
     )
-
-
-@app.exception_handler(Exception)  # type: ignore[untyped-decorator]
-def unexpected(error: Exception) -> Response[str]:
-    logger.exception("unexpected error")
-    return error_response(500, "InternalError", "the Archive failed")
 
 
 lambda_handler = edge.make_handler(app, logger=logger, metrics=metrics)

@@ -2,15 +2,19 @@
 
 A ``urlRequest`` carrying ``extension.holdings=yes`` gets, besides its ordinary pairs, what
 this Archive holds of the item: only what a reader could already fetch here (the file list
-only for a listable item), nothing for a tombstone (its ``state Deleted`` says it all) nor
-for an item on its way in (the protocol answers nothing about it).
+only for a listable item); for a tombstone, what its 410 pages show (its Dublin Core, and when
+and why it was deleted); nothing for an item on its way in (the protocol answers nothing about
+it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
 
 from functions.archive.model import Forms, Item
+from ibi.core.dates import iso_date
 from ibi.core.holdings import REQUEST_PAIR, HeldFile, Link, Report, to_pairs
 from ibi.core.pairlist import PairList
 
@@ -21,6 +25,7 @@ def _link(forms: Forms | None) -> Link | None:
 
 def report_of(item: Item) -> Report:
     """What a reader may see of ``item`` here, as the extension reports it."""
+    withdrawal = item.withdrawal
     formats = []
     if item.metadata is not None or item.dc:
         formats.append("free")
@@ -46,7 +51,25 @@ def report_of(item: Item) -> Report:
         dc=dict(item.dc),
         damaged=tuple(item.damaged) if item.listable else (),
         damaged_count=len(item.damaged),
+        deleted_at=iso_date(Decimal(int(withdrawal[0]))) if withdrawal else None,
+        deleted_reason=withdrawal[1] if withdrawal else "",
+        usage=item.usage,  # the accesses counted here (public: the metadata page shows them)
+        **_link_report(item),
     )
+
+
+def _link_report(item: Item) -> dict[str, Any]:
+    """What the last check of the item's external URL found (links.py): anyone can check it."""
+    check = item.link
+    if check is None:
+        return {}
+    shown = check.to_mapping()
+    return {
+        "link": check.status.value,
+        "link_checked": shown["checked"],
+        "link_broken_since": shown["broken_since"],
+        "link_reason": (check.reason or "") if check.broken else "",
+    }
 
 
 def with_holdings(pairs: PairList, item: Item | None, query: Mapping[str, str]) -> PairList:
@@ -54,10 +77,11 @@ def with_holdings(pairs: PairList, item: Item | None, query: Mapping[str, str]) 
 
     An item with a damaged file gets an empty ordinary answer (no URL, so that no resolution
     selects it); asked for its holdings, it still says what it holds and which files failed
-    their SHA-256, under its ``ibi``, so that its owner sees where the damage is.
+    their SHA-256, under its ``ibi``, so that its owner sees where the damage is. A tombstone
+    reports what its 410 pages show: its Dublin Core, and when and why it was deleted.
     """
     name, value = REQUEST_PAIR
-    if item is None or item.deleted or item.pending or query.get(name) != value:
+    if item is None or item.pending or query.get(name) != value:
         return pairs
     named = pairs if "ibi" in pairs else [("ibi", tuple(item.ibi.words()))]
     return PairList([*named, *to_pairs(report_of(item))])

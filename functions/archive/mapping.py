@@ -16,6 +16,7 @@ from functions.archive.model import (
     ContentType,
     Forms,
     Item,
+    OaiSource,
     OriginalCheck,
     Revision,
     State,
@@ -77,6 +78,7 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "deleted_original": item.deleted_original,
         "moved_to": forms_mapping(item.moved_to),
         "moved_at": format_date(item.moved_at) if item.moved_at is not None else None,
+        "oai_source": item.oai_source.to_mapping() if item.oai_source else None,
     }
 
 
@@ -122,6 +124,7 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         deleted_original=_deleted_original(data),
         moved_to=_forms(data.get("moved_to")),
         moved_at=Decimal(data["moved_at"]) if data.get("moved_at") else None,
+        oai_source=OaiSource(**data["oai_source"]) if data.get("oai_source") else None,
         version=version,
     )
 

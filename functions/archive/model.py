@@ -15,8 +15,10 @@ from enum import StrEnum
 from typing import Any
 
 from ibi.core.dates import format_date, iso_date
+from ibi.core.dublin_core import DC_ELEMENTS
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
+from ibi.core.usage import NO_USAGE, Usage
 
 
 class State(StrEnum):
@@ -33,23 +35,6 @@ class ContentType(StrEnum):
 _LANGUAGE = re.compile(r"([a-z]{2})(?:-([a-z]{2}))?", re.IGNORECASE)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FILE_PATH = re.compile(r"[^\x00-\x1f\x7f\\]{1,1024}")
-DC_ELEMENTS = (
-    "title",
-    "creator",
-    "subject",
-    "description",
-    "publisher",
-    "contributor",
-    "date",
-    "type",
-    "format",
-    "identifier",
-    "source",
-    "language",
-    "relation",
-    "coverage",
-    "rights",
-)
 
 
 def language_tag(text: str) -> str:
@@ -170,7 +155,8 @@ class Revision:
     it), ``restored`` (that original back here: the offer expired and no one took it),
     ``unlinked`` (a link to a related item removed, ``reason`` naming it), ``retargeted``
     (what the item's persistent URL serves changed: ``served_before`` and ``served_after``, each
-    a file's path or the external URL, or None; ``path``, ``old`` and ``new`` the files). ``by``
+    a file's path or the external URL, or None; ``path``, ``old`` and ``new`` the files),
+    ``deleted`` (the item withdrawn: a tombstone stays, ``reason`` saying why, or empty). ``by``
     is the principal (an IAM ARN, or ``anonymous:<ip>`` locally).
     """
 
@@ -242,6 +228,7 @@ REVISION_ACTIONS = (
     "restored",
     "unlinked",
     "retargeted",
+    "deleted",
 )
 
 
@@ -285,9 +272,110 @@ class OriginalCheck:
         )
 
 
+class LinkStatus(StrEnum):
+    """What the last check of an item's external ``url`` found (``links.py``)."""
+
+    OK = "ok"  # a 2xx answer, redirects followed
+    BROKEN = "broken"  # anything else: ``problem`` and ``reason`` say what
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCheck:
+    """The last check of an item's external ``url`` (``links.py``): the URL it checked, what
+    it found and when (whole seconds since 1970), the last time the URL answered 2xx, and since
+    when it has been broken. It speaks of ``url`` only: once the item's URL changes, it speaks
+    of nothing (:attr:`Item.link`)."""
+
+    url: str
+    status: LinkStatus
+    checked: int
+    last_success: int | None = None
+    broken_since: int | None = None
+    problem: str | None = None  # http | dns | timeout | refused_address | too_many_redirects …
+    reason: str | None = None  # for people: "HTTP 404", "example.org does not resolve" …
+    http_status: int | None = None  # the last HTTP status, when there was one
+
+    @property
+    def broken(self) -> bool:
+        return self.status is LinkStatus.BROKEN
+
+    def to_record(self) -> dict[str, Any]:
+        """As the store keeps it beside the item (``link_check``)."""
+        return {
+            "url": self.url,
+            "status": self.status.value,
+            "checked": self.checked,
+            "last_success": self.last_success,
+            "broken_since": self.broken_since,
+            "problem": self.problem,
+            "reason": self.reason,
+            "http_status": self.http_status,
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> LinkCheck:
+        return cls(
+            url=data["url"],
+            status=LinkStatus(data["status"]),
+            checked=int(data["checked"]),
+            last_success=data.get("last_success"),
+            broken_since=data.get("broken_since"),
+            problem=data.get("problem"),
+            reason=data.get("reason"),
+            http_status=data.get("http_status"),
+        )
+
+    def to_mapping(self) -> dict[str, Any]:
+        """As the deposit API answers it: the dates in ISO 8601 (UTC)."""
+
+        def iso(seconds: int | None) -> str | None:
+            return iso_date(Decimal(seconds)) if seconds is not None else None
+
+        return {
+            **self.to_record(),
+            "checked": iso(self.checked),
+            "last_success": iso(self.last_success),
+            "broken_since": iso(self.broken_since),
+        }
+
+
 def is_sha256(text: Any) -> bool:
     """Whether ``text`` is a SHA-256 as 64 lower-case hex digits."""
     return isinstance(text, str) and _SHA256.fullmatch(text) is not None
+
+
+_OAI_IDENTIFIER = re.compile(r"[^\s\x00-\x1f\x7f-\x9f\ufffe\uffff]{1,1024}")
+_OAI_DATESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?")
+
+
+@dataclass(frozen=True, slots=True)
+class OaiSource:
+    """The OAI-PMH record an item was imported from (``ibi archive import``): the repository's
+    base URL, the record's OAI identifier and its datestamp then. It is how a later import of the
+    same repository knows the record is here already."""
+
+    repository: str
+    identifier: str
+    datestamp: str | None = None
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"https?://\S{1,2000}", self.repository):
+            raise InvalidInput("oai_source", f"{self.repository!r} is not an http(s) base URL")
+        if not _OAI_IDENTIFIER.fullmatch(self.identifier):
+            raise InvalidInput(
+                "oai_source", "an OAI identifier is 1-1024 characters, no spaces or controls"
+            )
+        if self.datestamp is not None and not _OAI_DATESTAMP.fullmatch(self.datestamp):
+            raise InvalidInput(
+                "oai_source", f"{self.datestamp!r} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ"
+            )
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {
+            "repository": self.repository,
+            "identifier": self.identifier,
+            "datestamp": self.datestamp,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,7 +437,15 @@ class Item:
     # Archive's service IBI) and when: the transfer record its urlRequest answer carries.
     moved_to: Forms | None = None
     moved_at: Decimal | None = None
+    # The OAI-PMH record it was imported from (None: not imported from one).
+    oai_source: OaiSource | None = None
     version: int = 0
+    # Accesses counted here (ibi/core/usage.py): kept beside the item by the store, not part
+    # of its JSON (a deposit, a transfer body), and no part of the item's equality.
+    usage: Usage = field(default=NO_USAGE, compare=False)
+    # The last check of ``external_url`` (``links.py``): kept beside the item by the store, as
+    # the accesses are, not part of its JSON, its version or its equality.
+    link_check: LinkCheck | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.language is not None:
@@ -422,6 +518,12 @@ class Item:
         main = self.main_file
         return main.path if main is not None else self.external_url
 
+    @property
+    def link(self) -> LinkCheck | None:
+        """The last check of the item's external URL, if it checked the URL the item has now."""
+        check = self.link_check
+        return check if check is not None and check.url == self.external_url else None
+
     def translation(self, language: str) -> Translation | None:
         tag = language_tag(language)
         return next((t for t in self.translations if t.language == tag), None)
@@ -430,6 +532,16 @@ class Item:
         """The item after a change: its timestamp advances (never backwards)."""
         moment = max(timestamp, self.timestamp)
         return replace(self, timestamp=moment, version=self.version + 1, **changes)
+
+    @property
+    def withdrawal(self) -> tuple[Decimal, str] | None:
+        """When a tombstone's item was deleted and why (its ``deleted`` revision; a tombstone
+        made before deletions were recorded: its timestamp, no reason). None if not deleted, or
+        if the tombstone is what a transfer left (the original lives on elsewhere)."""
+        deleted = [r for r in self.history if r.action == "deleted"]
+        if deleted and self.deleted:
+            return deleted[-1].at, deleted[-1].reason
+        return (self.timestamp, "") if self.deleted and self.moved_to is None else None
 
     def tombstone(self, timestamp: Decimal) -> Item:
         """Deleted: the IBI stays known forever; what it pointed to is gone."""

@@ -1,8 +1,9 @@
 """OAI-PMH 2.0 at ``/oai``: what harvesters (DSpace, Zenodo, BASE, OpenAIRE…) read.
 
-Pure: the items come through a port (:class:`Items`: the store's ``get`` and ``scan``), the
-time through a clock, and every answer is an XML document built with ElementTree. The six
-verbs, their arguments checked as the protocol says (§3.1, §4), and its error codes.
+Pure: the items come through a port (:class:`Items`: the store's ``get`` and
+``query_datestamps``), the time through a clock, and every answer is an XML document built
+with ElementTree. The six verbs, their arguments checked as the protocol says (§3.1, §4), and
+its error codes.
 
 * **Identifiers**: ``oai:urlib.net:<IBI>`` (:data:`NAMESPACE`), the IBI's main label (its
   ``ibip`` form when it has one). An IBI never repeats anywhere, so an item has the same OAI
@@ -15,26 +16,35 @@ verbs, their arguments checked as the protocol says (§3.1, §4), and its error 
   ``deletedRecord`` is ``persistent``: its header says ``status="deleted"`` and it has no
   metadata. Items on their way in (a transfer not complete) and the Archive's own service
   item are not records.
-* **Resumption tokens**: opaque (base64url of JSON): the verb, its arguments, where the scan
-  resumes (the key of the last item sent, or of the last item read: the scan's next
-  ``ExclusiveStartKey``) and the cursor. They never expire (the table's keys do not move);
-  one the Archive did not make is ``badResumptionToken``.
-* **Read budget**: a list request reads at most ``scan_pages`` Scan pages of ``page_size``
-  items, eventually consistent, so a ``from``/``until``/``set`` that matches little cannot
-  make one unsigned request read the whole table. When the budget is spent the page ends
-  with what it found and a token where the scan stopped, even with no record at all (an
-  empty list with a token, which OAI-PMH.xsd's ``minOccurs`` does not allow: see
-  docs/decisions.md). ``noRecordsMatch`` only when the whole table was read.
+* **Lists** (``ListIdentifiers``, ``ListRecords``) read OAI-PMH's index of the items table
+  (``store.DATESTAMP_INDEX``: the records by set, then datestamp), never the whole table: a
+  ``set`` is one Query of its partition, with ``from``/``until`` as its key condition; no
+  ``set``, one Query of each set's partition, merged by datestamp. Records come in datestamp
+  order, so a harvest ``from`` its last datestamp gets what changed since. Each Query asks
+  for one record more than a page, so a page is full, or the list's last: a list request
+  reads at most (page size + 1) x (sets) records, whatever the table holds, and one whose
+  selection matches nothing reads none (one Query per set) and is ``noRecordsMatch``.
+* **Resumption tokens**: opaque (base64url of JSON): the verb, its arguments, for each set the
+  datestamp and key of the last record sent (the next Query's ``ExclusiveStartKey``), the
+  sets whose records were all sent, and the cursor. They never expire. One the Archive did
+  not make, or made by the table-scanning version before the index, is
+  ``badResumptionToken`` (the harvester starts again).
+* **Changes during a harvest**: a record that changes moves to its new datestamp, later than
+  any sent: a record not yet sent is still sent (once), one already sent may be sent again.
+  A record changed past ``until`` between two requests is not sent; if it was all that was
+  left, the page is empty with an empty token (the list's end): the only empty page.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import heapq
+import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Protocol
@@ -42,11 +52,12 @@ from urllib.parse import parse_qsl
 from xml.etree import ElementTree
 
 from functions.archive.model import ContentType, Item
-from functions.archive.views import OAI_DC, XSI, oai_dc_element
+from functions.archive.store import datestamp_of, is_record
+from functions.archive.views import OAI_DC, RESOLVER_URL, XSI, oai_dc_element
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
-from ibi.defaults import OAI_PAGE_SIZE, OAI_SCAN_PAGES
+from ibi.defaults import OAI_PAGE_SIZE
 
 OAI = "http://www.openarchives.org/OAI/2.0/"
 OAI_PMH_SCHEMA = f"{OAI} http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
@@ -92,13 +103,22 @@ class OaiError(Exception):
         self.code = code
 
 
+Position = tuple[int, str]  # a record's place in its set: its datestamp, then its key
+
+
 class Items(Protocol):
     """What the repository reads (``store.ItemStore``)."""
 
     def get(self, label: str) -> Item | None: ...
-    def scan(
-        self, *, after: str | None, limit: int, consistent: bool = True
-    ) -> tuple[list[Item], str | None]: ...
+    def query_datestamps(
+        self,
+        set_spec: str,
+        *,
+        first: int | None,
+        last: int | None,
+        after: Position | None,
+        limit: int,
+    ) -> list[Item]: ...
 
 
 def request_arguments(text: str) -> list[tuple[str, str]]:
@@ -165,7 +185,8 @@ class Harvest:
     start: str | None = None  # `from`
     until: str | None = None
     set: str | None = None
-    after: str | None = None  # the key of the last item sent
+    after: Mapping[str, Position] = field(default_factory=dict)  # set -> its last record sent
+    done: frozenset[str] = frozenset()  # the sets whose records were all sent
     cursor: int = 0
 
     @classmethod
@@ -183,18 +204,22 @@ class Harvest:
     def bounds(self) -> tuple[int | None, int | None]:
         return _bounds(self.start, self.until)
 
-    def selects(self, item: Item) -> bool:
-        """Whether ``item`` is a record of this list."""
-        if item.service or item.pending:
-            return False
-        if self.set is not None and item.content_type.value != self.set:
-            return False
-        first, last = self.bounds()
-        stamp = int(item.timestamp)
-        return (first is None or stamp >= first) and (last is None or stamp <= last)
+    def sets(self) -> list[str]:
+        """The sets whose records are still to be sent (an unknown set has none)."""
+        chosen = list(SETS) if self.set is None else [self.set] if self.set in SETS else []
+        return [spec for spec in chosen if spec not in self.done]
 
-    def token(self, after: str, cursor: int) -> str:
-        data = asdict(replace(self, after=after, cursor=cursor))
+    def token(self) -> str:
+        data = {
+            "verb": self.verb,
+            "metadata_prefix": self.metadata_prefix,
+            "start": self.start,
+            "until": self.until,
+            "set": self.set,
+            "after": {spec: list(position) for spec, position in sorted(self.after.items())},
+            "done": sorted(self.done),
+            "cursor": self.cursor,
+        }
         text = json.dumps({k: v for k, v in data.items() if v is not None}, separators=(",", ":"))
         return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
@@ -205,24 +230,45 @@ class Harvest:
             if not _TOKEN.fullmatch(token):
                 raise ValueError("not base64url")
             data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            after, done = data.pop("after"), data.pop("done")
             harvest = cls(**data)
+            if not isinstance(after, dict) or not isinstance(done, list):
+                raise ValueError("not a token of this design")  # (the Scan's: "after": a key)
+            harvest = replace(
+                harvest,
+                after={spec: _position(value) for spec, value in after.items()},
+                done=frozenset(done),
+            )
+            sets = set(SETS) if harvest.set is None else {harvest.set}
             valid = (
                 harvest.verb == verb
                 and harvest.metadata_prefix in FORMATS
-                and isinstance(harvest.after, str)
-                and 0 < len(harvest.after) <= 2048
                 and isinstance(harvest.cursor, int)
-                and harvest.cursor >= 0  # 0: a budget spent before the first record
+                and harvest.cursor > 0  # a token follows a page of records
                 and all(isinstance(v, str | None) for v in (harvest.start, harvest.until))
                 and (harvest.set is None or harvest.set in SETS)
+                and set(harvest.after) <= sets
+                and harvest.done < sets  # (a list with every set done has no token)
             )
             if not valid:
                 raise ValueError("not a token of this request")
             harvest.bounds()
-        except (ValueError, TypeError, OaiError, binascii.Error):
+        except (ValueError, TypeError, KeyError, AttributeError, OaiError, binascii.Error):
             message = f"{token[:80]!r} is not a token of this list"
             raise OaiError("badResumptionToken", message) from None
         return harvest
+
+
+def _position(value: object) -> Position:
+    """A record's place as a token holds it: ``[datestamp, key]``."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("a position is [datestamp, key]")
+    stamp, key = value
+    if isinstance(stamp, bool) or not isinstance(stamp, int) or stamp < 0:
+        raise ValueError("a datestamp is whole seconds")
+    if not isinstance(key, str) or not 0 < len(key) <= 2048:
+        raise ValueError("a key is a label")
+    return stamp, key
 
 
 # ---------------------------------------------------------------------------- the repository
@@ -255,13 +301,13 @@ class Repository:
         *,
         clock: Callable[[], Decimal],
         page_size: int = OAI_PAGE_SIZE,
-        scan_pages: int = OAI_SCAN_PAGES,
+        resolver_url: str = RESOLVER_URL,
     ) -> None:
         self._items = items
         self._identity = identity
         self._clock = clock
         self._page_size = page_size
-        self._scan_pages = scan_pages
+        self._resolver_url = resolver_url.rstrip("/")
         self._verbs: dict[str, Callable[[str, dict[str, str]], ElementTree.Element]] = {
             "Identify": self._identify,
             "ListMetadataFormats": self._list_metadata_formats,
@@ -352,7 +398,7 @@ class Repository:
         _check_format(arguments["metadataPrefix"])
         item = self._record_item(arguments["identifier"])
         element = ElementTree.Element(f"{{{OAI}}}GetRecord")
-        element.append(_record(item))
+        element.append(self._record(item))
         return element
 
     def _list(self, verb: str, arguments: dict[str, str]) -> ElementTree.Element:
@@ -362,41 +408,64 @@ class Repository:
         else:
             harvest = Harvest.of(verb, arguments)
             _check_format(harvest.metadata_prefix)
-        page, resume_after = self._page(harvest)
-        if not page and resume_after is None and token is None:
+        page, following = self._page(harvest)
+        if not page and token is None:
             raise OaiError("noRecordsMatch", "no record matches these arguments")
         element = ElementTree.Element(f"{{{OAI}}}{verb}")
         for item in page:
-            element.append(_header(item) if verb == "ListIdentifiers" else _record(item))
-        if resume_after is not None or token is not None:  # the last part: an empty token
+            element.append(_header(item) if verb == "ListIdentifiers" else self._record(item))
+        if following is not None or token is not None:  # the last part: an empty token
             resume = ElementTree.SubElement(
                 element, f"{{{OAI}}}resumptionToken", {"cursor": str(harvest.cursor)}
             )
-            if resume_after is not None:
-                resume.text = harvest.token(resume_after, harvest.cursor + len(page))
+            if following is not None:
+                resume.text = following.token()
         return element
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _page(self, harvest: Harvest) -> tuple[list[Item], str | None]:
-        """The next records of ``harvest`` (at most a page, in the table's order), within the
-        read budget, and the key the list resumes after (None: the table is read to its end).
-        A full page reads on, within the budget, for one record more: so that the last page
-        of a list is not followed by an empty one."""
-        found: list[Item] = []
-        after = harvest.after
-        for _ in range(self._scan_pages):
-            items, after = self._items.scan(after=after, limit=self._page_size, consistent=False)
-            found.extend(item for item in items if harvest.selects(item))
-            if len(found) > self._page_size:  # one more than a page: resume after the last sent
-                return found[: self._page_size], found[self._page_size - 1].key
-            if after is None:
-                break
-        return found, after  # the table's end, or the budget spent: resume where it stopped
+    def _page(self, harvest: Harvest) -> tuple[list[Item], Harvest | None]:
+        """The next records of ``harvest`` (a page at most, in datestamp order), and the list
+        request that follows it (None: they were the last). Each set still to be sent is read
+        for one record more than a page, so the page is full unless it is the last."""
+        first, last = harvest.bounds()
+        limit = self._page_size + 1
+        read = {
+            spec: self._items.query_datestamps(
+                spec, first=first, last=last, after=harvest.after.get(spec), limit=limit
+            )
+            for spec in harvest.sets()
+        }
+        # By datestamp; of equal ones, each set's in its own (the index's) order.
+        merged = heapq.merge(
+            *([(spec, item) for item in items] for spec, items in read.items()),
+            key=lambda pair: datestamp_of(pair[1]),
+        )
+        page = list(itertools.islice(merged, self._page_size))
+        after = dict(harvest.after)
+        sent = dict.fromkeys(read, 0)
+        for spec, item in page:
+            after[spec] = (datestamp_of(item), item.key)
+            sent[spec] += 1
+        done = harvest.done | {
+            spec for spec, items in read.items() if len(items) < limit and sent[spec] == len(items)
+        }
+        following = replace(harvest, after=after, done=done, cursor=harvest.cursor + len(page))
+        return [item for _, item in page], (following if following.sets() else None)
+
+    def _record(self, item: Item) -> ElementTree.Element:
+        """A record: its header, and its metadata unless it is a tombstone."""
+        record = ElementTree.Element(f"{{{OAI}}}record")
+        record.append(_header(item))
+        if not item.deleted:
+            persistent = f"{self._resolver_url}/{item.key}"
+            metadata = ElementTree.SubElement(record, f"{{{OAI}}}metadata")
+            metadata.append(oai_dc_element(item, persistent_url=persistent))
+        return record
 
     def _record_item(self, oai_identifier: str) -> Item:
         item = self._items.get(label_of(oai_identifier))
-        if item is None or item.service or item.pending:
+        if item is None or not is_record(item):
             raise OaiError("idDoesNotExist", f"this Archive holds no record {oai_identifier!r}")
         return item
 
@@ -462,14 +531,6 @@ def _header(item: Item) -> ElementTree.Element:
     return header
 
 
-def _record(item: Item) -> ElementTree.Element:
-    record = ElementTree.Element(f"{{{OAI}}}record")
-    record.append(_header(item))
-    if not item.deleted:  # a tombstone has a header only
-        ElementTree.SubElement(record, f"{{{OAI}}}metadata").append(oai_dc_element(item))
-    return record
-
-
 def _error(error: OaiError) -> ElementTree.Element:
     element = ElementTree.Element(f"{{{OAI}}}error", {"code": error.code})
     element.text = str(error)
@@ -491,9 +552,10 @@ def archive_repository(
     admin_email: str,
     clock: Callable[[], Decimal],
     page_size: int = OAI_PAGE_SIZE,
-    scan_pages: int = OAI_SCAN_PAGES,
+    resolver_url: str = RESOLVER_URL,
 ) -> Repository:
-    """The repository of the Archive at ``base_url`` whose service item is ``service_ibi``.
+    """The repository of the Archive at ``base_url`` whose service item is ``service_ibi``;
+    its records name their items' persistent URLs at ``resolver_url``.
 
     Its earliest datestamp is the day its service IBI was minted: the service item is made
     when the Archive first starts, before it takes any item, and every item's timestamp comes
@@ -505,4 +567,4 @@ def archive_repository(
         admin_email=admin_email,
         earliest=parse_label(service_ibi).date,
     )
-    return Repository(items, identity, clock=clock, page_size=page_size, scan_pages=scan_pages)
+    return Repository(items, identity, clock=clock, page_size=page_size, resolver_url=resolver_url)

@@ -68,7 +68,6 @@ import hmac
 import json
 import re
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -90,7 +89,7 @@ from functions.archive.model import Forms, Item, Revision, State
 from functions.archive.registered import NotRegistered, RegisteredArchive, Registry, included
 from functions.archive.service import UNKNOWN, ArchiveService
 from functions.archive.transfer import NotProven, _expect, leave_of
-from functions.shared.keys import KeySource
+from functions.shared.keys import CachedKeys, KeySource, KeysUnavailable
 from ibi.client import ApiError
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
@@ -103,7 +102,6 @@ DEFAULT_TTL_SECONDS = 3600
 MAX_TTL_SECONDS = 7 * 24 * 3600
 MAX_OFFER_CHARS = 256 * 1024
 SKEW_SECONDS = 60  # the two institutions' clocks may differ by this much
-REFRESH_SECONDS = 60  # an offer that verifies under no known key: read the keys again
 OFFER_MAX_FILE_BYTES = 64 * 1024 * 1024  # each file is pulled in one answer
 OFFER_MAX_BYTES = 128 * 1024 * 1024  # all of them are held in memory until they are staged
 Expected = dict[str, tuple[str, int]]  # path -> (sha256, size)
@@ -167,28 +165,18 @@ def _tag(key: bytes, payload: bytes) -> bytes:
 
 
 class OfferKeys:
-    """Signs and verifies offers under the Archive's keys (newest signs, any verifies)."""
+    """Signs and verifies offers under the Archive's keys (newest signs, any verifies), held as
+    ``functions.shared.keys.CachedKeys`` holds them: read again every 15 minutes, and at most
+    once a minute when an offer verifies under none of them."""
 
     def __init__(self, source: KeySource, *, monotonic: Callable[[], float] = time.monotonic):
-        self._source = source
-        self._monotonic = monotonic
-        self._keys: list[bytes] = []
-        self._loaded_at = 0.0
-        self._lock = threading.Lock()
+        self._keys = CachedKeys(source, name="offer keys", logger=logger, monotonic=monotonic)
 
     def _load(self, *, again: bool = False) -> list[bytes]:
-        with self._lock:
-            stale = again and self._monotonic() - self._loaded_at >= REFRESH_SECONDS
-            if self._keys and not stale:
-                return self._keys
-            self._loaded_at = self._monotonic()
-            try:
-                self._keys = self._source.load() or self._keys
-            except Exception as error:  # the secret's store: any failure, the same answer
-                logger.warning("offer keys not read", extra={"problem": str(error)[:200]})
-                if not self._keys:
-                    raise Unavailable("the Archive's key cannot be read now") from None
-            return self._keys
+        try:
+            return self._keys.load(again=again)
+        except KeysUnavailable:
+            raise Unavailable("the Archive's key cannot be read now") from None
 
     def seal(self, offer: Offer) -> str:
         payload = json.dumps(asdict(offer), sort_keys=True, separators=(",", ":")).encode()

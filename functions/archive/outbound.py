@@ -1,4 +1,5 @@
-"""Requests this Archive sends where a caller tells it to: the other side of a transfer.
+"""Requests this Archive sends where a caller tells it to: the other side of a transfer, and
+the link checker's requests to its items' external URLs (:class:`LinkFetcher`).
 
 For the deposit-API transfer, ``to`` comes from the deposit API, and the upload URLs from the
 receiver's own answers; for a transfer between institutions (``offers.py``), the sender's base
@@ -19,8 +20,9 @@ import ssl
 from typing import Any
 from urllib.parse import SplitResult, quote, urljoin, urlsplit
 
+from functions.archive.links import FetchFailed, Problem, Reply
 from functions.archive.model import Forms
-from functions.shared.addresses import AddressPolicy, UnsafeAddress
+from functions.shared.addresses import AddressPolicy, Unresolvable, UnsafeAddress
 from ibi.client import ApiError, Raw, Transport
 
 MAX_ANSWER_BYTES = 1024 * 1024  # a receiver's JSON answers are a few kilobytes
@@ -195,3 +197,49 @@ class ResolverHoldings:
             and not holder["url"].startswith(self._here)
             for holder in holders
         )
+
+
+class LinkFetcher:
+    """The link checker's requests (``links.Fetch``): one request to an item's external URL or
+    a hop of its redirects, no redirect followed, under the address rules above (a private
+    address is refused, never contacted), with ibi's link checker's User-Agent. A GET's body
+    is read up to ``max_read`` bytes, then the connection is closed."""
+
+    def __init__(self, policy: AddressPolicy, *, user_agent: str, max_read: int) -> None:
+        self._policy = policy
+        self._user_agent = user_agent
+        self._max_read = max_read
+
+    def __call__(self, method: str, url: str, *, timeout: float) -> Reply:
+        try:
+            split = urlsplit(url)
+            host, port = split.hostname or "", split.port
+        except ValueError:
+            raise FetchFailed(Problem.NOT_A_URL, f"{url[:200]!r} is not a URL") from None
+        secure = split.scheme == "https"
+        port = port or (443 if secure else 80)
+        try:
+            ip = self._policy.vet(host, port)
+        except Unresolvable as error:
+            raise FetchFailed(Problem.DNS, str(error)) from None
+        except (UnsafeAddress, ValueError) as error:
+            raise FetchFailed(Problem.REFUSED_ADDRESS, f"not contacted: {error}") from None
+        connection = (_PinnedHTTPS if secure else _PinnedHTTP)(host, port, ip, timeout)
+        target = (split.path or "/") + (f"?{split.query}" if split.query else "")
+        headers = {"User-Agent": self._user_agent, "Accept": "*/*"}
+        try:
+            connection.request(method, target, headers=headers)
+            response = connection.getresponse()
+            if method == "GET":
+                response.read(self._max_read)  # a few KB at most: the status is what counts
+            return Reply(response.status, response.getheader("Location"))
+        except TimeoutError:
+            reason = f"no answer from {host} within {timeout:.0f} s"
+            raise FetchFailed(Problem.TIMEOUT, reason) from None
+        except ssl.SSLError as error:
+            raise FetchFailed(Problem.UNREACHABLE, f"TLS with {host} failed: {error}") from None
+        except (OSError, http.client.HTTPException) as error:
+            reason = f"cannot reach {host}: {error or type(error).__name__}"
+            raise FetchFailed(Problem.UNREACHABLE, reason) from None
+        finally:
+            connection.close()

@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from functions.archive.errors import BadRequest
-from functions.archive.model import DC_ELEMENTS, Forms, StoredFile
+from functions.archive.model import Forms, OaiSource, StoredFile
+from ibi.core.dublin_core import DC_ELEMENTS
 from ibi.core.errors import InvalidInput
 
 MAX_FILE_BYTES = 5 * 1024**3  # S3's limit for one PUT, so for one presigned upload
@@ -41,6 +42,8 @@ CREATE_FIELDS = {
     "listable",
     "dc",
 }
+# A new original (POST /api/items) may also say which OAI-PMH record it was imported from.
+ORIGINAL_FIELDS = CREATE_FIELDS | {"oai_source"}
 UPDATE_FIELDS = {
     "ibi",  # only to add the item's other form: {"rep", "ibip"}
     "url",
@@ -126,6 +129,24 @@ def dublin_core(value: Any) -> dict[str, tuple[str, ...]]:
             raise BadRequest(f'"dc.{element}" must be a string or a list of strings')
         result[element] = tuple(values)
     return result
+
+
+def oai_source(value: Any) -> OaiSource | None:
+    """``"oai_source": {"repository", "identifier", "datestamp"?}``: the OAI-PMH record an item
+    was imported from (``ibi archive import``), or None when absent or null."""
+    if value is None:
+        return None
+    shape = '"oai_source" is {"repository": base URL, "identifier": OAI identifier, "datestamp"?}'
+    if not isinstance(value, dict) or set(value) - {"repository", "identifier", "datestamp"}:
+        raise BadRequest(shape)
+    fields = (value.get("repository"), value.get("identifier"))
+    datestamp = value.get("datestamp")
+    if not all(isinstance(v, str) for v in fields) or not isinstance(datestamp, str | None):
+        raise BadRequest(shape)
+    try:
+        return OaiSource(str(fields[0]), str(fields[1]), datestamp)
+    except InvalidInput as error:
+        raise BadRequest(str(error)) from None
 
 
 def parse_files(value: Any) -> tuple[StoredFile, ...]:

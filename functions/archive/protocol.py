@@ -60,6 +60,7 @@ from ibi.core.relations import (
     wants_file_list,
 )
 from ibi.core.transfers import record_pairs
+from ibi.core.usage import month_of
 
 MAX_EDITION_HOPS = 64
 MAX_ACKNOWLEDGED_LABELS = 4  # an acknowledgment's ``ibi``: ``rep R ibip P`` at most, read
@@ -309,7 +310,7 @@ class ProtocolStore(Protocol):
     def get(self, label: str) -> Item | None: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
-    def count_access(self, label: str) -> int: ...
+    def count_access(self, label: str, *, month: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,10 +416,9 @@ class ProtocolService:
         url = query.get("url", "")
         keys = _acknowledged_keys(query.get("ibi", ""))
         scope = self.identity.service.key
+        now = self._clock()
         checked = (
-            self._urlkeys.check_bound(
-                urlkey, self._clock(), scope, self._ttl, [(key, url) for key in keys]
-            )
+            self._urlkeys.check_bound(urlkey, now, scope, self._ttl, [(key, url) for key in keys])
             if urlkey
             else None
         )
@@ -435,7 +435,8 @@ class ProtocolService:
             ignored: dict[str, object] = {"urlkey": urlkey[:40]}
             event = "acknowledgment ignored"
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
-        count = self._store.count_access(went)  # 0: deleted since the key was issued
+        # in all and in this month (UTC), the public usage figures (ibi/core/usage.py)
+        count = self._store.count_access(went, month=month_of(now))  # 0: deleted since issued
         details: dict[str, object] = {"ibi": went, "accesses": count}
         if not count:
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", "item gone", details)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from functions.archive.model import Forms
+from functions.shared.errors import ConfigurationError
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.defaults import (
@@ -20,11 +21,6 @@ from ibi.defaults import (
     URLKEY_TTL_RANGE,
     URLKEY_TTL_SECONDS,
 )
-
-
-class ConfigurationError(RuntimeError):
-    """The deployment's configuration is wrong; the function cannot serve."""
-
 
 _BASE_URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?")
 
@@ -57,6 +53,9 @@ class ArchiveSettings:
     urlkey_secret_file: str | None = None
     # How many records (or headers) one OAI-PMH list answer carries (oai.py).
     oai_page_size: int = OAI_PAGE_SIZE
+    # The only networks the link checker contacts (links.py), when set: the e2e tests keep it
+    # on loopback. None: public addresses and ``allow_networks``.
+    link_check_networks: tuple[str, ...] | None = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> ArchiveSettings:
@@ -101,6 +100,10 @@ class ArchiveSettings:
                 urlkey_secret_arn=env.get("IBI_URLKEY_SECRET_ARN") or None,
                 urlkey_secret_file=env.get("IBI_URLKEY_SECRET_FILE") or None,
                 oai_page_size=_oai_page_size(env),
+                link_check_networks=tuple(
+                    str(ipaddress.ip_network(n)) for n in _listed(env, "IBI_LINK_CHECK_NETWORKS")
+                )
+                or None,
             )
         except (KeyError, ValueError, InvalidInput) as error:
             raise ConfigurationError(f"invalid Archive configuration: {error}") from error

@@ -23,6 +23,7 @@ from typing import Any
 
 from functions.archive.model import Item
 from functions.archive.views import ArchiveViews
+from functions.shared.headers import link_target
 
 MAX_ITEMS = 32  # more files: the file list is linked instead (the header stays under ~8 KiB)
 LINKSET = "application/linkset+json"
@@ -36,16 +37,6 @@ _KINDS = (
     ("article", "ScholarlyArticle"),
     ("book", "Book"),
 )
-
-
-def target(url: str) -> str:
-    """A URL as it may stand between ``<`` and ``>``: what would end it, percent-encoded."""
-    return "".join(
-        "".join(f"%{b:02X}" for b in c.encode("utf-8", "replace"))
-        if c in '<>"\\,; ' or not "\x21" <= c <= "\x7e"
-        else c
-        for c in url
-    )
 
 
 def _quoted(value: str) -> str:
@@ -63,31 +54,32 @@ def schema_type(item: Item) -> str:
 def links(item: Item, views: ArchiveViews, resolver_url: str) -> str:
     """The ``Link`` header value for any public page of ``item``."""
     persistent_url = resolver_url.rstrip("/") + "/" + item.key
-    found = [f'<{target(persistent_url)}>; rel="cite-as"']
+    found = [f'<{link_target(persistent_url)}>; rel="cite-as"']
     if item.dc:
         found.append(
-            f'<{target(views.metadata_url(item, None))}>; rel="describedby"; type="text/html"'
+            f'<{link_target(views.metadata_url(item, None))}>; rel="describedby"; type="text/html"'
         )
-        oai = target(views.metadata_url(item, "oai_dc"))
+        oai = link_target(views.metadata_url(item, "oai_dc"))
         found.append(f'<{oai}>; rel="describedby"; type="application/xml"')
     files = [
-        f'<{target(views.file_url(item, f.path))}>; rel="item"; type="{_quoted(f.content_type)}"'
+        f'<{link_target(views.file_url(item, f.path))}>; rel="item"; '
+        f'type="{_quoted(f.content_type)}"'
         for f in item.files[: MAX_ITEMS + 1]
     ]
     if not item.listable:
         files = []
     elif len(files) > MAX_ITEMS or sum(len(f) + 2 for f in files) > MAX_FILE_LINKS:
         files = [
-            f'<{target(views.linkset_url(item))}>; rel="linkset"; type="{LINKSET}"',
-            f'<{target(views.file_list_url(item))}>; rel="collection"; type="text/html"',
+            f'<{link_target(views.linkset_url(item))}>; rel="linkset"; type="{LINKSET}"',
+            f'<{link_target(views.file_list_url(item))}>; rel="collection"; type="text/html"',
         ]
     if not item.files and item.external_url:
-        files = [f'<{target(item.external_url)}>; rel="item"']
+        files = [f'<{link_target(item.external_url)}>; rel="item"']
     found += files
     found.append(f'<https://schema.org/{schema_type(item)}>; rel="type"')
     rights = next(iter(item.dc.get("rights", ())), "")
     if rights.startswith(("https://", "http://")) and len(rights) <= 1024:
-        found.append(f'<{target(rights)}>; rel="license"')
+        found.append(f'<{link_target(rights)}>; rel="license"')
     return ", ".join(found)
 
 

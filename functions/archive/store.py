@@ -7,27 +7,45 @@ written with ``attribute_not_exists``: an Archive holds at most one item per IBI
 Alongside: ``#service`` (the Archive's own service item), ``#profile`` (the languages it
 holds, from which its relation set is derived) and ``#urlkey#…`` (urlkeys already spent by an
 acknowledgment, kept until their validity window ends, then removed by the table's TTL).
+An item's record also counts its accesses: ``access_count`` in all and ``accesses_YYYY_MM``
+per calendar month (UTC), both added by the one update an acknowledgment makes.
+Beside them, ``link_check``: the last check of the item's external URL (``links.py``), written
+by its own update, conditional on the item's version, which it leaves as it is.
 Urlkeys are signed, not stored when issued (``urlkeys.py``): a urlRequest only reads.
+
+OAI-PMH's index (:data:`DATESTAMP_INDEX`, a global secondary index): a record (an item that is
+neither the service item nor on its way in) carries its set (``oai_set``: its content type)
+and its datestamp (``oai_datestamp``: its timestamp in whole seconds), the index's partition
+and sort keys; nothing else has them, so the index holds the records only (sparse). It
+projects ``data`` and ``version``: a list request reads its records from the index alone, and
+an access count (``count_access``) does not write to it.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from functions.archive.mapping import item_from_mapping, item_to_mapping
-from functions.archive.model import Forms, Item, Profile, State
+from functions.archive.model import Forms, Item, LinkCheck, Profile, State
 from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
 from functions.shared.dynamo import ensure_table as create_table
+from ibi.core.usage import MONTH, NO_USAGE, Usage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 else:
     DynamoDBClient = Any
 
+DATESTAMP_INDEX = "oai-datestamp"  # OAI-PMH's records by set and datestamp
+SET_ATTRIBUTE = "oai_set"
+DATESTAMP_ATTRIBUTE = "oai_datestamp"
 SERVICE_KEY = "#service"
 PROFILE_KEY = "#profile"
 URLKEY_PREFIX = "#urlkey#"
+MONTH_PREFIX = "accesses_"  # accesses_2026_11: the accesses of 2026-11 (usage.py)
+LINK_CHECK_ATTRIBUTE = "link_check"  # the last check of the item's external URL (links.py)
 
 
 class ArchiveStoreError(StoreError):
@@ -58,11 +76,28 @@ class ItemStore(Protocol):
     def service_item(self) -> Forms | None: ...
     def claim_service_item(self, forms: Forms) -> Forms: ...
     def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
-    def count_access(self, label: str) -> int: ...
+    def count_access(self, label: str, *, month: str) -> int: ...
     def access_count(self, label: str) -> int: ...
-    def scan(
-        self, *, after: str | None, limit: int, consistent: bool = True
-    ) -> tuple[list[Item], str | None]: ...
+    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
+    def query_datestamps(
+        self,
+        set_spec: str,
+        *,
+        first: int | None,
+        last: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Item]: ...
+
+
+def is_record(item: Item) -> bool:
+    """Whether ``item`` is an OAI-PMH record: not the service item, not on its way in."""
+    return not item.service and not item.pending
+
+
+def datestamp_of(item: Item) -> int:
+    """The item's datestamp as the index sorts it: its timestamp in whole seconds."""
+    return int(item.timestamp)
 
 
 def _profile(record: dict[str, Any] | None) -> Profile:
@@ -71,6 +106,30 @@ def _profile(record: dict[str, Any] | None) -> Profile:
         languages=frozenset(record.get("languages", {}).get("SS", [])),
         unspecified_language=bool(record.get("unspecified", {}).get("BOOL", False)),
     )
+
+
+def month_attribute(month: str) -> str:
+    """The attribute counting the accesses of ``month`` (``YYYY-MM``): ``accesses_YYYY_MM``."""
+    if not MONTH.fullmatch(month):
+        raise ValueError(f"{month!r} is not a month (YYYY-MM)")
+    return MONTH_PREFIX + month.replace("-", "_")
+
+
+def _usage(record: dict[str, Any]) -> Usage:
+    """The accesses a record counts, in all and per month."""
+    months = {
+        name.removeprefix(MONTH_PREFIX).replace("_", "-"): int(value["N"])
+        for name, value in record.items()
+        if name.startswith(MONTH_PREFIX) and "N" in value
+    }
+    total = int(record.get("access_count", {}).get("N", "0"))
+    return Usage.of(total, months) if total or months else NO_USAGE
+
+
+def _with_link_check(item: Item, record: dict[str, Any]) -> Item:
+    """``item`` with the link check its record keeps (``link_check``), if any."""
+    kept = record.get(LINK_CHECK_ATTRIBUTE, {}).get("S")
+    return replace(item, link_check=LinkCheck.from_record(json.loads(kept))) if kept else item
 
 
 def _error(error: Exception, action: str) -> Exception:
@@ -108,7 +167,11 @@ class DynamoItemStore:
             record = self._get(record["alias_of"]["S"])
         if record is None or "data" not in record:
             return None
-        return item_from_mapping(json.loads(record["data"]["S"]), int(record["version"]["N"]))
+        item = _with_link_check(
+            item_from_mapping(json.loads(record["data"]["S"]), int(record["version"]["N"])), record
+        )
+        usage = _usage(record)
+        return item if usage is NO_USAGE else replace(item, usage=usage)
 
     def create(self, item: Item, *, accesses: int = 0) -> None:
         """Write a new item (and its aliases); ``accesses``: its count so far (a transfer)."""
@@ -140,12 +203,16 @@ class DynamoItemStore:
         return None
 
     def _record(self, item: Item) -> dict[str, Any]:
-        return {
+        record = {
             "label": {"S": item.key},
             "data": {"S": json.dumps(item_to_mapping(item), separators=(",", ":"))},
             "version": {"N": str(item.version)},
             "state": {"S": item.state.value},
         }
+        if is_record(item):
+            record[SET_ATTRIBUTE] = {"S": item.content_type.value}
+            record[DATESTAMP_ATTRIBUTE] = {"N": str(datestamp_of(item))}
+        return record
 
     def _put_new(self, record: dict[str, Any]) -> None:
         try:
@@ -174,23 +241,28 @@ class DynamoItemStore:
 
     def replace(self, item: Item, *, expected_version: int) -> None:
         record = self._record(item)
+        names = {"#data": "data", "#version": "version", "#state": "state"}
+        names |= {"#set": SET_ATTRIBUTE, "#datestamp": DATESTAMP_ATTRIBUTE}
+        values = {
+            ":data": record["data"],
+            ":version": record["version"],
+            ":state": record["state"],
+            ":expected": {"N": str(expected_version)},
+        }
+        expression = "SET #data = :data, #version = :version, #state = :state"
+        if is_record(item):  # in the index, where its datestamp says
+            expression += ", #set = :set, #datestamp = :datestamp"
+            values |= {":set": record[SET_ATTRIBUTE], ":datestamp": record[DATESTAMP_ATTRIBUTE]}
+        else:
+            expression += " REMOVE #set, #datestamp"
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key={"label": record["label"]},
-                UpdateExpression="SET #data = :data, #version = :version, #state = :state",
+                UpdateExpression=expression,
                 ConditionExpression="#version = :expected",
-                ExpressionAttributeNames={
-                    "#data": "data",
-                    "#version": "version",
-                    "#state": "state",
-                },
-                ExpressionAttributeValues={
-                    ":data": record["data"],
-                    ":version": record["version"],
-                    ":state": record["state"],
-                    ":expected": {"N": str(expected_version)},
-                },
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
             )
         except AWS_ERRORS as error:
             if is_conditional_failure(error):
@@ -311,18 +383,24 @@ class DynamoItemStore:
             raise _error(error, "spending a urlkey") from error
         return True
 
-    def count_access(self, label: str) -> int:
+    def count_access(self, label: str, *, month: str) -> int:
+        """One access to ``label``'s item in ``month`` (``YYYY-MM``): its total and its month's
+        count, in one update (no more writes than the total alone); 0 if it is gone."""
         try:
             answer = self._client.update_item(
                 TableName=self._table,
                 Key={"label": {"S": label}},
-                UpdateExpression="ADD access_count :one",
+                UpdateExpression="ADD access_count :one, #month :one",
                 # an item deleted since the urlkey was issued counts no more accesses
                 ConditionExpression=(
                     "attribute_exists(#label)"
                     " AND (attribute_not_exists(#state) OR #state <> :deleted)"
                 ),
-                ExpressionAttributeNames={"#label": "label", "#state": "state"},
+                ExpressionAttributeNames={
+                    "#label": "label",
+                    "#state": "state",
+                    "#month": month_attribute(month),
+                },
                 ExpressionAttributeValues={
                     ":one": {"N": "1"},
                     ":deleted": {"S": State.DELETED.value},
@@ -339,18 +417,15 @@ class DynamoItemStore:
         record = self._get(label) or {}
         return int(record.get("access_count", {}).get("N", "0"))
 
-    def scan(
-        self, *, after: str | None, limit: int, consistent: bool = True
-    ) -> tuple[list[Item], str | None]:
+    def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]:
         """The items (no aliases, no bookkeeping), a page at a time: ``limit`` records read
-        (DynamoDB's Limit counts before the filter), and the key the next page starts after.
-        ``consistent=False``: half the read capacity (the public OAI-PMH harvest)."""
+        (DynamoDB's Limit counts before the filter), and the key the next page starts after."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "Limit": limit,
             "FilterExpression": "attribute_exists(#data)",
             "ExpressionAttributeNames": {"#data": "data"},
-            "ConsistentRead": consistent,
+            "ConsistentRead": True,
         }
         if after:
             request["ExclusiveStartKey"] = {"label": {"S": after}}
@@ -359,20 +434,190 @@ class DynamoItemStore:
         except AWS_ERRORS as error:
             raise _error(error, "listing items") from error
         items = [
-            item_from_mapping(json.loads(r["data"]["S"]), int(r["version"]["N"]))
+            _with_link_check(
+                item_from_mapping(json.loads(r["data"]["S"]), int(r["version"]["N"])), r
+            )
             for r in answer.get("Items", [])
         ]
         more = answer.get("LastEvaluatedKey")
         return items, (more["label"]["S"] if more else None)
 
+    def note_link_check(self, item: Item, check: LinkCheck) -> bool:
+        """Keep ``check`` beside ``item`` (``link_check``), unless the item changed since it was
+        read (its version: its URL may have changed): False then. One conditional update that
+        leaves the item's JSON, version and datestamp alone (an offer names a version)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"label": {"S": item.key}},
+                UpdateExpression="SET #link = :link",
+                ConditionExpression="#version = :version",
+                ExpressionAttributeNames={"#link": LINK_CHECK_ATTRIBUTE, "#version": "version"},
+                ExpressionAttributeValues={
+                    ":link": {"S": json.dumps(check.to_record(), separators=(",", ":"))},
+                    ":version": {"N": str(item.version)},
+                },
+            )
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
+                return False
+            raise _error(error, "recording a link check") from error
+        return True
 
+    def query_datestamps(
+        self,
+        set_spec: str,
+        *,
+        first: int | None,
+        last: int | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Item]:
+        """The records of set ``set_spec`` whose datestamps lie in ``first``..``last`` (either
+        may be open), in datestamp order, after the record at ``after`` (its datestamp and
+        key): ``limit`` of them, fewer only when no more follow. Queries of OAI-PMH's index
+        (eventually consistent: a global secondary index has no other reads)."""
+        names = {"#set": SET_ATTRIBUTE}
+        values: dict[str, Any] = {":set": {"S": set_spec}}
+        condition = "#set = :set"
+        if first is not None and last is not None:
+            condition += " AND #datestamp BETWEEN :first AND :last"
+        elif first is not None:
+            condition += " AND #datestamp >= :first"
+        elif last is not None:
+            condition += " AND #datestamp <= :last"
+        bounds = {":first": first, ":last": last}
+        values |= {name: {"N": str(v)} for name, v in bounds.items() if v is not None}
+        if first is not None or last is not None:
+            names["#datestamp"] = DATESTAMP_ATTRIBUTE
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": DATESTAMP_INDEX,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {
+                "label": {"S": after[1]},
+                SET_ATTRIBUTE: {"S": set_spec},
+                DATESTAMP_ATTRIBUTE: {"N": str(after[0])},
+            }
+        found: list[Item] = []
+        while len(found) < limit:  # (a page may end before Limit, at 1 MB)
+            request["Limit"] = limit - len(found)
+            try:
+                answer = self._client.query(**request)
+            except AWS_ERRORS as error:
+                raise _error(error, "listing records by datestamp") from error
+            found += [
+                item_from_mapping(json.loads(r["data"]["S"]), int(r["version"]["N"]))
+                for r in answer.get("Items", [])
+            ]
+            if "LastEvaluatedKey" not in answer:
+                break
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found
+
+    def index_records(self, *, after: str | None, limit: int) -> tuple[int, str | None]:
+        """Put into OAI-PMH's index the records of a Scan page (``limit`` items read) that are
+        not in it yet: those written before the index was (run over the whole table once
+        after adding it: ``python -m ibi_tools.oai_index``). How many it put, and the key
+        the next page starts after (None: the table's end)."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Limit": limit,
+            "FilterExpression": "attribute_exists(#data) AND attribute_not_exists(#set)",
+            "ExpressionAttributeNames": {"#data": "data", "#set": SET_ATTRIBUTE},
+            "ConsistentRead": True,
+        }
+        if after:
+            request["ExclusiveStartKey"] = {"label": {"S": after}}
+        try:
+            answer = self._client.scan(**request)
+        except AWS_ERRORS as error:
+            raise _error(error, "listing items to index") from error
+        indexed = 0
+        for record in answer.get("Items", []):
+            item = item_from_mapping(json.loads(record["data"]["S"]), int(record["version"]["N"]))
+            if is_record(item) and self._index(item):
+                indexed += 1
+        more = answer.get("LastEvaluatedKey")
+        return indexed, (more["label"]["S"] if more else None)
+
+    def _index(self, item: Item) -> bool:
+        """Give a record its index attributes, unless it changed since it was read (then its
+        change gave them: :meth:`replace`)."""
+        record = self._record(item)
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"label": record["label"]},
+                UpdateExpression="SET #set = :set, #datestamp = :datestamp",
+                ConditionExpression="#version = :version",
+                ExpressionAttributeNames={
+                    "#set": SET_ATTRIBUTE,
+                    "#datestamp": DATESTAMP_ATTRIBUTE,
+                    "#version": "version",
+                },
+                ExpressionAttributeValues={
+                    ":set": record[SET_ATTRIBUTE],
+                    ":datestamp": record[DATESTAMP_ATTRIBUTE],
+                    ":version": record["version"],
+                },
+            )
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
+                return False
+            raise _error(error, "indexing a record") from error
+        return True
+
+
+INDEX_DEFINITIONS = [
+    {"AttributeName": SET_ATTRIBUTE, "AttributeType": "S"},
+    {"AttributeName": DATESTAMP_ATTRIBUTE, "AttributeType": "N"},
+]
+# As infra/archive.py declares it (tests/infra check they agree).
+DATESTAMP_INDEX_SCHEMA: dict[str, Any] = {
+    "IndexName": DATESTAMP_INDEX,
+    "KeySchema": [
+        {"AttributeName": SET_ATTRIBUTE, "KeyType": "HASH"},
+        {"AttributeName": DATESTAMP_ATTRIBUTE, "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["data", "version"]},
+}
 TABLE_SCHEMA: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "label", "KeyType": "HASH"}],
-    "AttributeDefinitions": [{"AttributeName": "label", "AttributeType": "S"}],
+    "AttributeDefinitions": [{"AttributeName": "label", "AttributeType": "S"}, *INDEX_DEFINITIONS],
+    "GlobalSecondaryIndexes": [DATESTAMP_INDEX_SCHEMA],
 }
+INDEX_PAGE = 1000  # items a Scan page reads when indexing the records written before the index
 
 
 def ensure_table(client: DynamoDBClient, name: str) -> None:
-    """Create the items table if missing, TTL on ``expires_at`` (spent urlkeys), as the stack
-    makes it (local mode and tests only)."""
+    """Create the items table if missing, TTL on ``expires_at`` (spent urlkeys), with OAI-PMH's
+    index, as the stack makes it (local mode and tests only). A table made before the index
+    (an earlier version's data directory) gets it, and its records are put into it."""
     create_table(client, name, TABLE_SCHEMA, ttl="expires_at")
+    try:
+        described = client.describe_table(TableName=name)["Table"]
+        indexes = {i["IndexName"] for i in described.get("GlobalSecondaryIndexes", [])}
+        if DATESTAMP_INDEX in indexes:
+            return
+        client.update_table(
+            TableName=name,
+            AttributeDefinitions=INDEX_DEFINITIONS,  # type: ignore[arg-type]
+            GlobalSecondaryIndexUpdates=[{"Create": DATESTAMP_INDEX_SCHEMA}],  # type: ignore[typeddict-item]
+        )
+    except AWS_ERRORS as error:
+        raise _error(error, "adding OAI-PMH's index") from error
+    index_all(DynamoItemStore(client, name))
+
+
+def index_all(store: DynamoItemStore, *, page: int = INDEX_PAGE) -> int:
+    """Put every record of the table not in OAI-PMH's index yet into it; how many."""
+    indexed, after = store.index_records(after=None, limit=page)
+    while after is not None:
+        more, after = store.index_records(after=after, limit=page)
+        indexed += more
+    return indexed

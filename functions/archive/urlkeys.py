@@ -17,12 +17,11 @@ the acknowledgment names and the URL it gives proves this Archive offered that U
 item when it issued the key: the acknowledgment is counted without reading the item (issue 14:
 two writes, no read). A key issued with several URLs is unbound and the item is read.
 
-The keys (``functions.shared.keys``) are read once per execution environment, newest first:
-the newest signs, any verifies. A key that verifies nothing makes the keys be read again, at
-most once every ``REFRESH_SECONDS``, so that an environment started before a rotation learns
-the new key without a redeploy, and forged keys cannot make it read more often than that;
-keys are read again every ``MAX_AGE_SECONDS`` in any case, so that every environment signs
-with the new key within 15 minutes of a rotation.
+The keys are held by ``functions.shared.keys.CachedKeys``, newest first: the newest signs,
+any verifies. A key that verifies nothing makes the keys be read again, at most once a minute,
+so that an environment started before a rotation learns the new key without a redeploy, and
+forged keys cannot make it read more often than that; keys are read again every 15 minutes in
+any case, so that every environment signs with the new key within 15 minutes of a rotation.
 Keys that cannot be read at all make the request ``Unavailable`` (503, retried: the
 resolver's acknowledgment queue delivers it again); nothing is written.
 """
@@ -33,7 +32,6 @@ import hashlib
 import hmac
 import re
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable
 from decimal import Decimal
@@ -42,15 +40,13 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from functions.archive.errors import Unavailable
-from functions.shared.keys import KeySource
+from functions.shared.keys import CachedKeys, KeySource, KeysUnavailable
 
 logger = Logger(service="archive", child=True)
 
 URLKEY = re.compile(r"(\d{10})-(\d{20})(\d{39})")
 NONCE_DIGITS, TAG_DIGITS = 20, 39
 SKEW_SECONDS = 5  # the execution environments' clocks may differ by this much
-REFRESH_SECONDS = 60  # a key that verifies nothing: read the keys again, at most this often
-MAX_AGE_SECONDS = 900  # and in any case: so that every environment signs with the new key soon
 CONTEXT = b"ibi-urlkey-v1"
 BOUND_CONTEXT = b"ibi-urlkey-v1-bound"
 
@@ -75,27 +71,14 @@ class UrlKeys:
         *,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._source = source
-        self._monotonic = monotonic
-        self._keys: list[bytes] = []
-        self._loaded_at = 0.0
-        self._lock = threading.Lock()
+        self._keys = CachedKeys(source, name="urlkey keys", logger=logger, monotonic=monotonic)
 
     def _load(self, *, again: bool = False) -> list[bytes]:
-        """The keys, read the first time (``Unavailable`` if they cannot be); ``again``: read
-        once more if the last read is a minute old (a failure then keeps the keys known)."""
-        with self._lock:
-            age = self._monotonic() - self._loaded_at
-            if self._keys and age < MAX_AGE_SECONDS and not (again and age >= REFRESH_SECONDS):
-                return self._keys
-            self._loaded_at = self._monotonic()
-            try:
-                self._keys = self._source.load() or self._keys
-            except Exception as error:  # the secret's store: any failure, the same answer
-                logger.warning("urlkey keys not read", extra={"problem": str(error)[:200]})
-                if not self._keys:
-                    raise Unavailable("the urlkey secret cannot be read now") from None
-            return self._keys
+        """The keys (``Unavailable`` if none can be read); ``again``: a key verified nothing."""
+        try:
+            return self._keys.load(again=again)
+        except KeysUnavailable:
+            raise Unavailable("the urlkey secret cannot be read now") from None
 
     def issue(self, now: Decimal | int, scope: str, bound: Target | None = None) -> str:
         """A fresh urlkey, issued at ``now`` by the Archive of service IBI ``scope``;

@@ -5,19 +5,29 @@ item or a request is HTML-escaped, and every page goes out under a Content-Secur
 allows no script at all (``PAGE_HEADERS``); deposited files get ``file_headers``. The pages look
 like the resolver's (``functions/shared/look.py``: one stylesheet, one skeleton) and link to
 each other: the item, its file list, its metadata and its persistent URL at the resolver.
+
+An item's file-list and metadata pages are landing pages search engines and harvesters read
+(``landing_head``): Highwire Press and Dublin Core ``<meta>`` tags, and the schema.org JSON-LD
+content negotiation answers, as a data block (``application/ld+json``: never run, so the policy
+allows it). A deleted item's pages answer 410 with what was there and when and why it was
+withdrawn (``tombstone_page``), for no search engine to index.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from http import HTTPStatus
 from urllib.parse import quote
 from xml.etree import ElementTree
 
 from functions.archive.files import attachment
-from functions.archive.model import DC_ELEMENTS, Item
+from functions.archive.model import Item
 from functions.shared import look
+from ibi.core.citation import Record, Withdrawal, meta_tags, schema_org
+from ibi.core.dates import iso_date
+from ibi.core.dublin_core import DC_ELEMENTS
 
 RESOLVER_URL = "http://urlib.net"  # the persistent URLs' resolver when none is configured
 
@@ -175,11 +185,103 @@ def _footer(status: int | None, views: ArchiveViews | None = None) -> str:
     return f'<p class="muted">{answered}IBI Archive{resolver}</p>'
 
 
-def _item_page(title: str, item: Item, views: ArchiveViews, here: str, content: str) -> str:
-    """A page of an item: its heading, its IBI, the links between its pages, ``content``."""
+def _item_page(
+    title: str, item: Item, views: ArchiveViews, here: str, content: str, *, head: str = ""
+) -> str:
+    """A page of an item: its heading, its IBI, the links between its pages, ``content``;
+    ``head`` (already HTML) in its ``<head>``."""
     links = look.link_line(item_links(item, views, here), element_id="links")
     heading = f'<h1 class="wrap">{_e(title)}</h1>'
-    return look.document(title, f"{heading}{_forms(item)}{links}{content}{_footer(None, views)}")
+    body = f"{heading}{_forms(item)}{links}{content}{_footer(None, views)}"
+    return look.document(title, body, head=head)
+
+
+def _to_second(date: Decimal) -> str:
+    """ISO 8601 UTC to the second, as the protocol's ``timestamp`` (``Item.iso_timestamp``)."""
+    return iso_date(Decimal(int(date)))
+
+
+def citation_record(item: Item, views: ArchiveViews) -> Record:
+    """The item's citation record (``ibi/core/citation.py``), as the resolver's content
+    negotiation makes it: named by its persistent URL (its metadata page's URL when this
+    Archive joins no resolver, or one not http(s)); a tombstone's with its withdrawal."""
+    withdrawal = item.withdrawal
+    persistent = views.persistent_url(item)
+    return Record(
+        persistent_url=persistent
+        if persistent is not None and _web(persistent)
+        else views.metadata_url(item, None),
+        ibi=item.key,
+        dc=item.dc,
+        language=item.language,
+        withdrawn=Withdrawal(_to_second(withdrawal[0]), withdrawal[1]) if withdrawal else None,
+    )
+
+
+def json_ld_script(record: Record) -> str:
+    """The record's schema.org JSON-LD (what content negotiation answers) as a data block;
+    ``<``, ``>`` and ``&`` written as JSON escapes, so that no value ends the script."""
+    data = schema_org(record)
+    for char in "<>&":
+        data = data.replace(char, f"\\u{ord(char):04x}")
+    return f'<script type="application/ld+json">{data}</script>'
+
+
+def pdf_url(item: Item, views: ArchiveViews) -> str | None:
+    """The item's PDF, for ``citation_pdf_url``: its main file when that is a PDF (by the
+    item's own URL when its files are not listed), else the first PDF of a listable item."""
+    main = item.main_file
+    intact = [f for f in item.files if f.path not in item.damaged]
+    if main is not None and main in intact and media_type(main.content_type) == "application/pdf":
+        return views.file_url(item, main.path) if item.listable else views.default_file_url(item)
+    pdfs = [f for f in intact if media_type(f.content_type) == "application/pdf"]
+    return views.file_url(item, pdfs[0].path) if pdfs and item.listable else None
+
+
+def landing_head(item: Item, views: ArchiveViews) -> str:
+    """What search engines and harvesters read in an item's pages (as Zenodo, DSpace and
+    Dataverse write it): the Highwire Press and Dublin Core ``<meta>`` tags, every value
+    escaped, and the schema.org JSON-LD. Nothing for an item with no metadata, or deleted."""
+    if not item.dc or item.deleted:
+        return ""
+    record = citation_record(item, views)
+    tags = "".join(
+        f'<meta name="{_e(name)}" content="{_e(value)}">'
+        for name, value in meta_tags(record, pdf_url=pdf_url(item, views))
+    )
+    schema = '<link rel="schema.DC" href="http://purl.org/dc/elements/1.1/">'
+    return f"{schema}{tags}{json_ld_script(record)}"
+
+
+def tombstone_page(item: Item, views: ArchiveViews, here: str) -> str:
+    """A deleted item's page (its answer is a 410), as DataCite's and Zenodo's tombstones:
+    what was there (title, creators, date) and when and why it was withdrawn; ``noindex``,
+    so that search engines drop it, and the links to its metadata and persistent URL."""
+    record = citation_record(item, views)
+    title = record.first("title") or item.key
+    withdrawal = item.withdrawal
+    rows = [
+        ("Title", record.first("title")),
+        ("Creators", "; ".join(record.all("creator")) or None),
+        ("Date", record.first("date")),
+        ("Deleted", _to_second(withdrawal[0]) if withdrawal else None),
+        ("Reason", withdrawal[1] if withdrawal and withdrawal[1] else None),
+    ]
+    listed = "".join(f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in rows if value)
+    moved = withdrawal is None  # a transfer left it: the original lives on elsewhere
+    said = (
+        "This Archive released the original in a transfer: its persistent URL leads to it."
+        if moved
+        else "Its IBI stays known and is never reused."
+    )
+    content = (
+        f'<p role="alert"><strong>This item was deleted.</strong> {said}</p>'
+        f'<dl id="tombstone">{listed}</dl>'
+    )
+    if here == METADATA:
+        content += _metadata_table(item)
+    head = '<meta name="robots" content="noindex">'
+    return _item_page(f"Deleted: {title}", item, views, here, content, head=head)
 
 
 def _title(status: int) -> str:
@@ -225,7 +327,7 @@ def file_list_page(item: Item, views: ArchiveViews) -> str:
             "can still be reached through its persistent URL.</p>",
         )
     if item.deleted:
-        return _item_page(title, item, views, FILES, "<p>This item was deleted.</p>")
+        return tombstone_page(item, views, FILES)
     rows = "".join(
         f'<tr><td><a href="{_e(views.file_url(item, f.path))}"><code>{_e(f.path)}</code></a>'
         f"{' (default)' if f.path == item.default_file else ''}</td><td>{f.size}</td>"
@@ -238,7 +340,7 @@ def file_list_page(item: Item, views: ArchiveViews) -> str:
         if item.files
         else "<p>This item has no files in this Archive.</p>"
     )
-    return _item_page(title, item, views, FILES, table)
+    return _item_page(title, item, views, FILES, table, head=landing_head(item, views))
 
 
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
@@ -260,15 +362,19 @@ def xml_text(value: str) -> str:
     return NOT_XML.sub("\ufffd", value)
 
 
-def oai_dc_element(item: Item) -> ElementTree.Element:
+def oai_dc_element(item: Item, *, persistent_url: str | None = None) -> ElementTree.Element:
     """The item's metadata as an ``oai_dc:dc`` element: what ``GET /metadata/<ibi>?format=oai_dc``
-    answers and what OAI-PMH records carry (``oai.py``).
+    answers and what OAI-PMH records carry (``oai.py``). ``persistent_url`` (OAI-PMH's records:
+    the item's URL at the resolver) comes first among the ``dc:identifier``s, before those
+    the depositor gave and the bare IBI in each of its forms.
 
     Always well-formed XML: a value holding a character XML cannot carry (possible only in
     a record stored before the deposit API refused them) shows U+FFFD in its place.
     """
     given = item.dc.get("identifier", ())
     identifiers = [*given, *(label for label in item.ibi.labels if label not in given)]
+    if persistent_url is not None:
+        identifiers = [persistent_url, *(i for i in identifiers if i != persistent_url)]
     record = ElementTree.Element(f"{{{OAI_DC}}}dc", {f"{{{XSI}}}schemaLocation": OAI_DC_SCHEMA})
     for element in DC_ELEMENTS:
         for value in identifiers if element == "identifier" else item.dc.get(element, ()):
@@ -284,16 +390,36 @@ def oai_dc(item: Item) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
 
 
-def metadata_page(item: Item, views: ArchiveViews) -> str:
-    title = next(iter(item.dc.get("title", ())), item.ibi.key)
+def _metadata_table(item: Item) -> str:
     rows = "".join(
         f'<tr><th scope="row">{element}</th><td>{"<br>".join(map(_e, item.dc[element]))}</td></tr>'
         for element in DC_ELEMENTS
         if item.dc.get(element)
     )
+    return f'<table id="metadata"><tbody>{rows}</tbody></table>'
+
+
+def metadata_page(item: Item, views: ArchiveViews) -> str:
+    """The item's metadata page (a tombstone's when it is deleted: its answer is a 410)."""
+    if item.deleted:
+        return tombstone_page(item, views, METADATA)
+    title = next(iter(item.dc.get("title", ())), item.ibi.key)
     record = _e(views.metadata_url(item, "oai_dc"))
     content = (
-        f'<table id="metadata"><tbody>{rows}</tbody></table>'
+        f"{_metadata_table(item)}"
         f'<p><a id="oai-dc-link" href="{record}">OAI Dublin Core (XML)</a></p>'
+        f"{usage_section(item)}"
     )
-    return _item_page(f"Metadata: {title}", item, views, METADATA, content)
+    head = landing_head(item, views)
+    return _item_page(f"Metadata: {title}", item, views, METADATA, content, head=head)
+
+
+def usage_section(item: Item) -> str:
+    """The item's public usage figures (``ibi/core/usage.py``): accesses through its persistent
+    URL that this Archive counted, by month (UTC) and in all."""
+    return (
+        "<h2>Usage</h2>"
+        '<p class="muted">Accesses through the persistent URL that the resolver acknowledged '
+        "to this Archive, by calendar month (UTC), as COUNTER reports count them.</p>"
+        f"{look.usage_table(item.usage, element_id='usage')}"
+    )

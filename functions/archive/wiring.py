@@ -1,8 +1,9 @@
 """Settings → clients → stores → services: everything an Archive's request needs.
 
-``build`` is pure (the clients are passed in); ``install`` puts a runtime in place (local mode
-and tests); ``runtime`` returns the installed one, or builds it once per execution environment
-from the environment. AWS clients are made here, lazily, never at import.
+``build`` is pure (the clients are passed in); the runtime is held as every function holds its
+own (functions/shared/runtime.py): ``runtime`` returns the installed one, or builds it once per
+execution environment from the environment; ``install`` puts one in place (local mode and
+tests), ``uninstall`` forgets it. AWS clients are made here, lazily, never at import.
 
 The bootstrap is :meth:`Runtime.start`: it mints the Archive's service IBI the first time (with
 the Archive's own idempotency key, so environments starting together get the same IBI), and
@@ -14,11 +15,9 @@ a protocol request (the resolver's confirmation call) never starts a join.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -26,6 +25,7 @@ from aws_lambda_powertools import Logger
 from functions.archive.content import ContentService, FileStore, GoodCopy, Receivers
 from functions.archive.copies import CopyChecks
 from functions.archive.errors import BadRequest, Unavailable
+from functions.archive.links import LinkChecks, LinkItems
 from functions.archive.model import Forms
 from functions.archive.offers import OfferKeys, Sender
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
@@ -37,6 +37,7 @@ from functions.archive.urlkeys import UrlKeys
 from functions.archive.views import ArchiveViews
 from functions.shared.edge import clock as system_clock
 from functions.shared.keys import FileKeys, KeySource, RandomKeys, SecretKeys
+from functions.shared.runtime import Holder
 
 logger = Logger(service="archive", child=True)
 
@@ -51,6 +52,7 @@ class Site:
     views: ArchiveViews
     content: ContentService
     protocol: ProtocolService
+    links: LinkChecks  # the items' external URLs checked (links.py)
 
 
 @dataclass
@@ -66,29 +68,29 @@ class Runtime:
     receivers: Receivers | None = None
     urlkeys: UrlKeys | None = None  # None: a key of this process only
     offer_keys: OfferKeys | None = None  # the same keys, another context; None: this process's
-    _site: Site | None = None
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+    _site: Holder[Site] = field(default_factory=Holder, init=False, repr=False, compare=False)
 
     def start(self, base_url: str, *, join: bool = True) -> Site:
         """The bootstrap, once: the service item (minted the first time), then the join."""
-        if self._site is not None:  # every request after the first: no lock
-            return self._site
-        with self._lock:
-            if self._site is None:
-                base = self.settings.base_url or base_url
-                service_item = self.service.bootstrap(base)
-                self._site = self._site_at(base, service_item.ibi)
-                if join and self.join is not None:
-                    self.join(base, self._site.identity.address, service_item.ibi.key)
-            return self._site
+        return self._site.get(
+            lambda: self._bootstrap(base_url),
+            then=self._join if join and self.join is not None else None,
+        )
 
     @property
     def site(self) -> Site:
-        if self._site is None:
+        site = self._site.peek()
+        if site is None:
             raise RuntimeError("the Archive has not started: call Runtime.start(base_url)")
-        return self._site
+        return site
+
+    def _bootstrap(self, base_url: str) -> Site:
+        base = self.settings.base_url or base_url
+        return self._site_at(base, self.service.bootstrap(base).ibi)
+
+    def _join(self, site: Site) -> None:
+        assert self.join is not None
+        self.join(site.views.base_url, site.identity.address, site.identity.service.key)
 
     def _site_at(self, base: str, service: Forms) -> Site:
         identity = ArchiveIdentity(
@@ -114,7 +116,8 @@ class Runtime:
             urlkey_ttl_seconds=self.settings.urlkey_ttl_seconds,
             urlkeys=self.urlkeys,
         )
-        return Site(identity, views, content, protocol)
+        links = link_checks(self.store, base, self.settings, self.clock)
+        return Site(identity, views, content, protocol, links)
 
 
 # ---------------------------------------------------------------------------- ports over HTTP
@@ -240,6 +243,28 @@ def copy_checks(
     return CopyChecks(originals, archive.now)
 
 
+def link_checks(
+    store: LinkItems,
+    base_url: str,
+    settings: ArchiveSettings,
+    clock: Callable[[], Decimal] = system_clock,
+) -> LinkChecks:
+    """The checks of the items' external URLs (``links.py``): requests to public addresses only
+    (or those of ``allow_networks``; only those of ``link_check_networks`` when it is set),
+    paced per host, with ibi's link checker's User-Agent."""
+    import time
+
+    from functions.archive.links import MAX_READ_BYTES, USER_AGENT, LinkChecker
+    from functions.archive.outbound import LinkFetcher
+    from functions.shared.addresses import AddressPolicy
+
+    only = settings.link_check_networks
+    policy = AddressPolicy(only or settings.allow_networks, public=only is None)
+    fetch = LinkFetcher(policy, user_agent=USER_AGENT, max_read=MAX_READ_BYTES)
+    checker = LinkChecker(fetch, clock=clock, sleep=time.sleep)
+    return LinkChecks(store, checker, base_url=base_url, clock=clock)
+
+
 def urlkey_source(settings: ArchiveSettings, secretsmanager: Any = None) -> KeySource:
     """Where the urlkeys' HMAC keys come from: the secret, else the file, else this process."""
     if settings.urlkey_secret_arn:
@@ -319,17 +344,8 @@ def build(
     )
 
 
-_installed: list[Runtime] = []
-
-
-def install(runtime: Runtime) -> Runtime:
-    """Put ``runtime`` in place for every request from now on (local mode, tests)."""
-    _installed[:] = [runtime]
-    return runtime
-
-
-@lru_cache(maxsize=1)
-def _from_environment() -> Runtime:
+def from_environment() -> Runtime:
+    """The runtime of an execution environment in AWS, its clients made now."""
     from botocore.config import Config
 
     from ibi.aws import aws_client
@@ -349,11 +365,7 @@ def _from_environment() -> Runtime:
     )
 
 
-def runtime() -> Runtime:
-    """The installed runtime, or the one built from the environment (once)."""
-    return _installed[0] if _installed else _from_environment()
-
-
-def uninstall() -> None:
-    """Forget the installed runtime (tests)."""
-    _installed.clear()
+holder: Holder[Runtime] = Holder(from_environment)
+runtime = holder.get  # the installed runtime; else one built from the environment, once
+install = holder.install  # put a runtime in place for every request from now on
+uninstall = holder.reset  # forget it (tests, SnapStart's restore)

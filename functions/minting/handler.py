@@ -25,6 +25,7 @@ from functions.minting.service import (
 )
 from functions.shared import edge, openapi
 from functions.shared.edge import error_response, json_response
+from functions.shared.errors import ErrorTable, Refusal, answer_errors
 from ibi.core.dates import format_date, parse_date
 from ibi.core.errors import InvalidInput
 
@@ -32,7 +33,7 @@ logger = Logger(service="minting")
 metrics = Metrics(namespace="ibi", service="minting")
 app = APIGatewayHttpResolver()
 
-ROUTES = {
+ROUTES: edge.Routes = {  # every route below, and its methods (the 405s name them)
     "/mint": ("POST",),
     "/mints": ("GET",),
     "/mints/verify": ("GET",),
@@ -165,41 +166,34 @@ def openapi_document() -> Response[str]:
     return json_response(200, openapi.document("minting", edge.public_base(app.current_event)))
 
 
-@app.exception_handler(MintingError)  # type: ignore[untyped-decorator]
-def minting_error(error: MintingError) -> Response[str]:
-    headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
-    if error.status == 429:
+def present(error: Exception, answer: Response[str]) -> Response[str]:
+    """Count what the alarms watch: too early (429), unavailable (5xx, logged)."""
+    if isinstance(error, MintingError) and answer.status_code == 429:
         metrics.add_metric(name="MintTooEarly", unit=MetricUnit.Count, value=1)
-    elif error.status >= 500:
+    elif isinstance(error, MintingError) and answer.status_code >= 500:
         metrics.add_metric(name="MintUnavailable", unit=MetricUnit.Count, value=1)
         logger.warning("mint unavailable", extra={"reason": str(error)})
-    return error_response(error.status, type(error).__name__, str(error), **headers)
+    return answer
 
 
-@app.exception_handler(InvalidOperation)  # type: ignore[untyped-decorator]
-def bad_number(_: InvalidOperation) -> Response[str]:
-    return error_response(400, "InvalidNumber", "a number in the request is malformed")
+ERRORS: ErrorTable = {
+    MintingError: Refusal(),  # its status and Retry-After, its class's name
+    InvalidOperation: Refusal(400, "InvalidNumber", "a number in the request is malformed"),
+    Exception: Refusal(
+        500,
+        "InternalError",
+        "the minting service failed; nothing was issued to you",
+        unexpected=True,
+    ),
+}
+answer_errors(app, ERRORS, logger=logger, present=present)
 
 
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
-    path, method = app.current_event.path, app.current_event.http_method
-    allowed = ROUTES.get(path)
-    if allowed:
-        return error_response(
-            405,
-            "MethodNotAllowed",
-            f"{method} is not allowed on {path}; use {', '.join(allowed)}",
-            Allow=", ".join(allowed),
-        )
-    return error_response(404, "NotFound", f"no route {path}; routes: {sorted(ROUTES)}")
-
-
-@app.exception_handler(Exception)  # type: ignore[untyped-decorator]
-def unexpected(error: Exception) -> Response[str]:
-    logger.exception("unexpected error")
-    return error_response(
-        500, "InternalError", "the minting service failed; nothing was issued to you"
+    path = app.current_event.path
+    return edge.method_not_allowed(app.current_event, ROUTES) or error_response(
+        404, "NotFound", f"no route {path}; routes: {sorted(ROUTES)}"
     )
 
 

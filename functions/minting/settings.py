@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from functions.shared.errors import ConfigurationError
 from ibi.core.errors import InvalidInput
 from ibi.core.subsystem import Subsystem, check_distinct
 from ibi.defaults import IDEMPOTENCY_TTL_SECONDS
@@ -16,10 +17,6 @@ MAX_COUNT = 1000
 # The longest block of dates one execution environment claims past a request's date (see
 # MintingService): measured in bench/minting.py, docs/decisions.md "Blocks of dates".
 DEFAULT_BLOCK_SECONDS = Decimal(0)
-
-
-class ConfigurationError(RuntimeError):
-    """The deployment's configuration is wrong; the function cannot serve."""
 
 
 @dataclass(frozen=True, slots=True)

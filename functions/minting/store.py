@@ -177,7 +177,7 @@ STATUS = {"#status": "status"}
 
 
 class DynamoMintStore:
-    """:class:`MintStore` on DynamoDB (or anything that speaks its API: moto, dynalite)."""
+    """:class:`MintStore` on DynamoDB (or what answers its calls: moto, local mode's tables)."""
 
     def __init__(
         self, client: DynamoDBClient, *, state_table: str, record_table: str, idempotency_table: str

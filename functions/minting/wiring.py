@@ -1,8 +1,10 @@
 """Settings → DynamoDB client → store → service: everything a minting request needs.
 
-``build`` is pure (the client is passed in); ``install`` puts a runtime in place (local mode
-and tests); ``runtime`` returns the installed one, or builds it once per execution environment
-from the environment. The DynamoDB client is made on the first request, never at import.
+``build`` is pure (the client is passed in); the runtime is held as every function holds its
+own (functions/shared/runtime.py): ``runtime`` returns the installed one, or builds it once per
+execution environment from the environment; ``install`` puts one in place (local mode and
+tests), ``uninstall`` forgets it. The DynamoDB client is made on the first request, never at
+import.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from functions.minting.service import MintingService
 from functions.minting.settings import Settings
 from functions.minting.store import DynamoMintStore
 from functions.shared.edge import clock
+from functions.shared.runtime import Holder
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +30,6 @@ class Runtime:
 
     service: MintingService
     settings: Settings
-
-
-_installed: list[Runtime] = []
 
 
 def count_conflict() -> None:
@@ -63,21 +63,14 @@ def build(
     return Runtime(service=service, settings=settings)
 
 
-def install(runtime: Runtime) -> Runtime:
-    """Make ``runtime`` the one the routes use (local mode, tests)."""
-    _installed[:] = [runtime]
-    return runtime
+def from_environment() -> Runtime:
+    """The runtime of an execution environment in AWS, its client made now."""
+    from ibi.aws import aws_client
+
+    return build(Settings.from_environment(), dynamodb=aws_client("dynamodb"))
 
 
-def runtime() -> Runtime:
-    """The installed runtime; else one built from the environment, once."""
-    if not _installed:
-        from ibi.aws import aws_client
-
-        install(build(Settings.from_environment(), dynamodb=aws_client("dynamodb")))
-    return _installed[0]
-
-
-def uninstall() -> None:
-    """Forget the installed runtime (tests)."""
-    _installed.clear()
+holder: Holder[Runtime] = Holder(from_environment)
+runtime = holder.get  # the installed runtime; else one built from the environment, once
+install = holder.install  # make a runtime the one the routes use (local mode, tests)
+uninstall = holder.reset  # forget it (tests, SnapStart's restore)

@@ -23,8 +23,9 @@ from decimal import Decimal
 
 from aws_lambda_powertools import Logger
 
+from functions.resolver.errors import RegistryError
 from functions.resolver.owners import owners
-from functions.resolver.registry import RegisteredArchive, Registry, RegistryError
+from functions.resolver.registry import RegisteredArchive, Registry
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import time
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics
@@ -22,11 +22,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver import negotiation, pages, wiring
-from functions.resolver.registry import PrefixTaken, RegistryError
+from functions.resolver.errors import RegistryError
+from functions.resolver.registry import PrefixTaken
 from functions.resolver.resolving import Lookup, Redirect
 from functions.resolver.service import UnknownArchive
 from functions.shared import openapi
 from functions.shared.edge import (
+    Routes,
     error_response,
     html_response,
     json_body,
@@ -37,15 +39,30 @@ from functions.shared.edge import (
     redirect,
     text_response,
 )
+from functions.shared.errors import ErrorTable, Refusal, answer_errors, unavailable
+from functions.shared.headers import link_target
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import format_pair_list, parse_query
 from ibi.core.persistent_url import parse_persistent_url
 
+if TYPE_CHECKING:
+    from functions.resolver.resolution import Tombstone
+    from ibi.core.citation import Record
+
 logger = Logger(service="resolver")
 metrics = Metrics(namespace="ibi", service="resolver")
 app = APIGatewayHttpResolver()
+ROUTES: Routes = {  # the routes below of a fixed path, and their methods (405s name them)
+    "/": ("GET",),
+    "/admin/archives": ("GET", "POST"),
+    "/admin/prefixes": ("POST",),
+    "/favicon.ico": ("GET",),
+    "/inspect": ("GET",),
+    "/openapi.json": ("GET",),
+    "/status": ("GET",),
+}
 
 TEXT_UTF8 = "text/plain; charset=utf-8"
 REGISTRATION_FIELDS = {"archiveserviceibi", "registrationkey"}
@@ -81,9 +98,13 @@ def alert(
     details: tuple[str, ...] = (),
     persistent_url: str | None = None,
     holdings: str | None = None,
+    tombstone: Record | None = None,
 ) -> Response[str]:
-    """An alert as a page, or as text for a client that prefers ``text/plain``."""
-    view = pages.AlertView(status, title, message, list(details), persistent_url, holdings)
+    """An alert as a page, or as text for a client that prefers ``text/plain``; a 410's with
+    what its tombstone says was there."""
+    view = pages.AlertView(
+        status, title, message, list(details), persistent_url, holdings, tombstone=tombstone
+    )
     if pages.wants_text(app.current_event.headers.get("accept")):
         return text_response(status, view.text(), content_type=TEXT_UTF8)
     return _page(status, view.page())
@@ -261,8 +282,6 @@ def change_prefixes() -> Response[str]:
         if invalid.part == "prefixes":
             return error_response(422, "Unprocessable", str(invalid))
         raise BadRegistration(str(invalid)) from invalid
-    except UnknownArchive as unknown:
-        return error_response(404, "NotFound", str(unknown))
     logger.info(
         "prefixes changed", extra={"archive": changed.service_ibi, "prefixes": changed.prefixes}
     )
@@ -293,7 +312,8 @@ def persistent_url() -> Response[str]:
     query = event.raw_query_string or ""
     if event.raw_path.lower() == "/" + runtime.settings.service_ibi.lower():
         return switch(query)
-    if event.path.startswith("/admin/") and (refused := method_not_allowed(app)) is not None:
+    refused = method_not_allowed(event, ROUTES) if event.path.startswith("/admin/") else None
+    if refused is not None:
         return refused  # e.g. GET /admin/prefixes: an administrative path, not an IBI
     target = event.raw_path + ("?" + query if query else "")
     try:
@@ -316,6 +336,9 @@ def persistent_url() -> Response[str]:
     if isinstance(result, Redirect):
         return answer_found(result, lookup, wanted)
     found = result.alert
+    record = tombstone_record(found.tombstone)
+    if record is not None and wanted is not None:
+        return answer_withdrawn(record, wanted)
     return alert(
         found.status,
         found.title,
@@ -323,14 +346,31 @@ def persistent_url() -> Response[str]:
         details=found.suspects,
         persistent_url=result.persistent_url,
         holdings=url.ibi.label,  # who holds it: linked from every alert of a resolution
+        tombstone=record,
     )
+
+
+def tombstone_record(tombstone: Tombstone | None) -> Record | None:
+    """What a 410's tombstone says was there, as a citation record (issue 28)."""
+    if tombstone is None:
+        return None
+    cite_as = link_target(f"{public_base(app.current_event)}/{tombstone.ibi}")
+    return negotiation.record_of(tombstone.pairs, persistent_url=cite_as, ibi=tombstone.ibi)
+
+
+def answer_withdrawn(record: Record, wanted: str) -> Response[str]:
+    """A deleted IBI's citation in the type asked, with its withdrawn note: still a 410."""
+    metrics.add_metric(name="NegotiatedAnswers", unit=MetricUnit.Count, value=1)
+    body = negotiation.render(wanted, record)
+    headers = {"Cache-Control": "no-cache", "Vary": "Accept"}
+    return text_response(410, body, content_type=negotiation.content_type(wanted), **headers)
 
 
 def answer_found(found: Redirect, lookup: Lookup, wanted: str | None) -> Response[str]:
     """The 302 with its Signposting links, or the negotiated citation (issue 16)."""
     base = public_base(app.current_event)
-    cite_as = negotiation.link_target(f"{base}/{found.ibi or lookup.url.ibi.label}")
-    canonical = negotiation.link_target(lookup.persistent_url)
+    cite_as = link_target(f"{base}/{found.ibi or lookup.url.ibi.label}")
+    canonical = link_target(lookup.persistent_url)
     headers = {
         "Cache-Control": "no-cache",
         "Vary": "Accept",
@@ -386,32 +426,35 @@ def switch(query: str) -> Response[str]:
 @app.not_found
 def not_found(_: NotFoundError) -> Response[str]:
     if app.current_event.path.startswith("/admin/"):  # JSON callers
-        return method_not_allowed(app) or error_response(
+        return method_not_allowed(app.current_event, ROUTES) or error_response(
             404, "NotFound", f"no route {app.current_event.path}"
         )
     return alert(404, "Not found", f"No page {app.current_event.path[:200]}.")
 
 
-@app.exception_handler(BadRegistration)  # type: ignore[untyped-decorator]
-def bad_registration(error: BadRegistration) -> Response[str]:
-    return error_response(400, "BadRequest", str(error))
+ERRORS: ErrorTable = {
+    BadRegistration: Refusal(400, "BadRequest"),
+    UnknownArchive: Refusal(404, "NotFound"),
+    PrefixTaken: Refusal(409, "PrefixOwned"),
+    RegistryError: unavailable("registry unavailable"),
+    Exception: Refusal(500, "InternalError", "the resolver failed", unexpected=True),
+}
+# What a reader sees of a failure instead, everywhere but the administration's JSON (/admin/).
+ALERTS = {
+    RegistryError: ("Unavailable", "The resolver's registry is unavailable; retry shortly."),
+    Exception: ("Resolver error", "The resolver failed; this was logged."),
+}
 
 
-@app.exception_handler(PrefixTaken)  # type: ignore[untyped-decorator]
-def prefix_taken(error: PrefixTaken) -> Response[str]:
-    return error_response(409, "PrefixOwned", str(error))
+def present(error: Exception, answer: Response[str]) -> Response[str]:
+    """The JSON answer to an administration request (or a refusal), else an alert."""
+    if app.current_event.path.startswith("/admin/") or answer.status_code < 500:
+        return answer
+    title, message = ALERTS[RegistryError if isinstance(error, RegistryError) else Exception]
+    return alert(answer.status_code, title, message)
 
 
-@app.exception_handler(RegistryError)  # type: ignore[untyped-decorator]
-def registry_error(error: RegistryError) -> Response[str]:
-    logger.warning("registry unavailable", extra={"reason": str(error)})
-    return alert(503, "Unavailable", "The resolver's registry is unavailable; retry shortly.")
-
-
-@app.exception_handler(Exception)  # type: ignore[untyped-decorator]
-def unexpected(error: Exception) -> Response[str]:
-    logger.exception("unexpected error")
-    return alert(500, "Resolver error", "The resolver failed; this was logged.")
+answer_errors(app, ERRORS, logger=logger, present=present)
 
 
 lambda_handler = make_handler(

@@ -25,10 +25,12 @@ from typing import Any
 
 from functions.resolver.fanout import FanOut
 from functions.resolver.resolution import ArchiveAnswer, Trust
+from functions.shared.headers import prefers
 from ibi.core.errors import InvalidInput
 from ibi.core.holdings import REQUEST_PAIR, Report, from_pairs
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, parse_forms
+from ibi.core.usage import Usage, combined
 
 MAX_EDITIONS = 8  # as the resolution's hops (spec §7.9)
 STATE_ORDER = ("Original", "Copy", "Deleted", "held", "none", "unreachable")
@@ -93,6 +95,20 @@ def _report_mapping(report: Report) -> dict[str, Any]:
         "translations": {k: v.to_mapping() for k, v in sorted(report.translations.items())},
         "dc": {k: list(v) for k, v in report.dc.items()},
         "truncated": report.truncated,
+        "usage": report.usage.to_mapping() if report.usage is not None else None,
+        "link": _link_mapping(report),
+    }
+
+
+def _link_mapping(report: Report) -> dict[str, Any] | None:
+    """The item's external URL as its Archive's last link check found it (None: unchecked)."""
+    if report.link is None:
+        return None
+    return {
+        "status": report.link,
+        "checked": report.link_checked,
+        "broken_since": report.link_broken_since,
+        "reason": report.link_reason or None,
     }
 
 
@@ -290,16 +306,30 @@ class HoldingsView:
                 found.append(f"{h.archive} holds damaged files (failed their SHA-256): {paths}")
             if h.state == "unreachable":
                 found.append(f"{h.archive} did not answer: {h.problem}")
+            if h.report is not None and h.report.link == "broken":
+                since = h.report.link_broken_since or h.report.link_checked
+                found.append(
+                    f"{h.archive} leads to a broken URL ({h.url or 'its url'}) since {since}: "
+                    f"{h.report.link_reason or 'no answer'}"
+                )
         found += self.edition_disagreements
         if self.chain_note:
             found.append(self.chain_note)
         return found
+
+    def usage(self) -> Usage:
+        """The item's accesses: the sum of what each Archive holding it counted (each counts
+        the resolutions that went to it), over those that report their figures."""
+        return combined(
+            h.report.usage for h in self.holdings if h.report is not None and h.report.usage
+        )
 
     def to_mapping(self) -> dict[str, Any]:
         ordered = sorted(self.holdings, key=lambda h: (STATE_ORDER.index(h.state), h.archive))
         problems = self.problems()
         return {
             "ibi": self.ibi,
+            "usage": self.usage().to_mapping(),
             "archives": [h.to_mapping() for h in ordered],
             "verdict": {
                 "ok": not problems,
@@ -372,18 +402,4 @@ class HoldingsService:
 
 def prefers_json(accept: str | None) -> bool:
     """Whether the client prefers ``application/json`` to ``text/html`` (by q-values)."""
-    quality: dict[str, float] = {}
-    for part in (accept or "").split(","):
-        kind, *parameters = (piece.strip() for piece in part.split(";"))
-        q = 1.0
-        for parameter in parameters:
-            key, _, value = parameter.partition("=")
-            if key.strip() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if kind:
-            quality[kind.lower()] = max(q, quality.get(kind.lower(), 0.0))
-    json_q = quality.get("application/json", 0.0)
-    return json_q > 0 and json_q > quality.get("text/html", 0.0)
+    return prefers(accept, "application/json", over=("text/html",))

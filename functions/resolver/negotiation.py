@@ -13,15 +13,15 @@ is chosen here as ``text/x-bibliography; style=<style>[; locale=<locale>]`` and 
 A browser (``text/html`` or ``*/*`` at least as wanted), a client with no ``Accept``, and any
 type this module does not know keep the 302: a file's own type (``application/pdf``) is the
 redirect's business. A metadata type of the DOI world that is not offered here (RDF, DataCite
-XML, RIS) answers 406 with the list of what is.
+XML, JATS) answers 406 with the list of what is.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from functions.shared.headers import accept_ranges
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList
 
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 # parser are imported only for a negotiated answer, never by a cold start that redirects.
 CSL_JSON = "application/vnd.citationstyles.csl+json"
 BIBTEX = "application/x-bibtex"
+RIS = "application/x-research-info-systems"
 JSON_LD = "application/ld+json"
 OAI_DC_XML = "application/xml"
-OFFERED = (CSL_JSON, BIBTEX, JSON_LD, OAI_DC_XML)
+OFFERED = (CSL_JSON, BIBTEX, RIS, JSON_LD, OAI_DC_XML)
 BIBLIOGRAPHY = "text/x-bibliography"  # formatted: bibliography.py, with style and locale
 STYLE_ALIASES = {
     "mla": "modern-language-association",
@@ -55,14 +56,12 @@ NOT_OFFERED = frozenset(
         "application/vnd.datacite.datacite+xml",
         "application/vnd.datacite.datacite+json",
         "application/vnd.crossref.unixref+xml",
-        "application/x-research-info-systems",
         "application/vnd.jats+xml",
         "application/x-bibtex-text-utf8",
     }
 )
 PAGES = frozenset({"text/html", "application/xhtml+xml", "*/*", "text/*"})
-MAX_RANGES = 32  # of one Accept header: the rest is not read
-DESCRIBED_BY = (CSL_JSON, BIBTEX, JSON_LD, OAI_DC_XML)
+DESCRIBED_BY = (CSL_JSON, BIBTEX, RIS, JSON_LD, OAI_DC_XML)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,37 +69,6 @@ class NotAcceptable:
     """A metadata type asked for that is not offered: 406 with :data:`OFFERED`."""
 
     asked: str
-
-
-def _quality(value: str) -> float:
-    try:
-        q = float(value)
-    except ValueError:
-        return 0.0
-    return min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
-
-
-def _ranges(header: str | None) -> list[tuple[str, float, dict[str, str]]]:
-    """``(media range, q, other parameters)`` in the order given (a bad ``q`` counts as 0)."""
-    ranges: list[tuple[str, float, dict[str, str]]] = []
-    for part in (header or "").split(",")[:MAX_RANGES]:
-        kind, *pieces = (piece.strip() for piece in part.split(";"))
-        q, parameters = 1.0, {}
-        for piece in pieces:
-            key, _, value = piece.partition("=")
-            key = key.strip().lower()
-            if key == "q":
-                q = _quality(value)
-            elif key:
-                parameters[key] = value.strip().strip('"')
-        if kind:
-            ranges.append((kind.lower(), q, parameters))
-    return ranges
-
-
-def parse_accept(header: str | None) -> list[tuple[str, float]]:
-    """``(media range, q)`` in the order given; a malformed ``q`` counts as 0."""
-    return [(kind, q) for kind, q, _ in _ranges(header)]
 
 
 def formatted(parameters: dict[str, str]) -> str | NotAcceptable:
@@ -122,7 +90,7 @@ def choose(accept: str | None) -> str | NotAcceptable | None:
     A metadata type wins only when wanted more than a page (``text/html``, ``*/*``); among
     offered types the highest q, then the first named.
     """
-    ranges = _ranges(accept)
+    ranges = accept_ranges(accept)
     page = max((q for kind, q, _ in ranges if kind in PAGES), default=0.0)
     best: tuple[float, str, dict[str, str]] | None = None
     refused: tuple[float, str] | None = None
@@ -140,19 +108,28 @@ def choose(accept: str | None) -> str | NotAcceptable | None:
 
 
 def record_of(pairs: PairList | None, *, persistent_url: str, ibi: str) -> Record | None:
-    """The citation's record from an Archive's answer, if it gave Dublin Core."""
+    """The citation's record from an Archive's answer, if it gave Dublin Core; a tombstone's
+    (``holdings.state Deleted``) with its withdrawal, even with no Dublin Core."""
     if pairs is None:
         return None
-    from ibi.core.citation import Record
+    from ibi.core.citation import Record, Withdrawal
     from ibi.core.holdings import from_pairs
 
     try:
         report = from_pairs(pairs)
     except InvalidInput:
         return None
-    if report is None or not report.dc:
+    deleted = report is not None and report.state == "Deleted"
+    if report is None or not (report.dc or deleted):
         return None
-    return Record(persistent_url=persistent_url, ibi=ibi, dc=report.dc, language=report.language)
+    withdrawn = Withdrawal(report.deleted_at or report.timestamp, report.deleted_reason)
+    return Record(
+        persistent_url=persistent_url,
+        ibi=ibi,
+        dc=report.dc,
+        language=report.language,
+        withdrawn=withdrawn if deleted else None,
+    )
 
 
 def render(media_type: str, record: Record) -> str:
@@ -160,8 +137,10 @@ def render(media_type: str, record: Record) -> str:
     if media_type.startswith(BIBLIOGRAPHY):
         from functions.resolver import bibliography
 
-        parameters = dict(_ranges(media_type)[0][2])
-        return bibliography.render(record, parameters["style"], parameters.get("locale"))
+        parameters = dict(accept_ranges(media_type)[0][2])
+        text = bibliography.render(record, parameters["style"], parameters.get("locale"))
+        withdrawn = record.withdrawn
+        return text if withdrawn is None else f"{text.rstrip()} [{withdrawn.note()}]\n"
     from ibi.core.citation import RENDERERS
 
     return RENDERERS[media_type](record)
@@ -180,16 +159,6 @@ def signposting_links(cite_as: str, *, canonical: str) -> str:
     links = [f'<{cite_as}>; rel="cite-as"']
     links += [f'<{canonical}>; rel="describedby"; type="{kind}"' for kind in DESCRIBED_BY]
     return ", ".join(links)
-
-
-def link_target(url: str) -> str:
-    """A URL as it may go between ``<`` and ``>`` in a Link header (RFC 8288)."""
-    return "".join(
-        "".join(f"%{b:02X}" for b in c.encode("utf-8", "replace"))
-        if c in '<>"\\,; ' or not "\x21" <= c <= "\x7e"
-        else c
-        for c in url
-    )
 
 
 def not_acceptable_text(asked: str) -> str:

@@ -12,9 +12,13 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functions.shared import look
+
+if TYPE_CHECKING:
+    from ibi.core.citation import Record
+from functions.shared.headers import prefers
 
 _SCRIPT = """
 document.getElementById('resolve').addEventListener('submit', function (event) {
@@ -169,6 +173,22 @@ class AlertView:
     details: Sequence[str] = ()
     persistent_url: str | None = None
     holdings: str | None = None  # the IBI whose holdings view the alert links to
+    tombstone: Record | None = None  # a 410's: what was there, as its Archive keeps it
+
+    def was_here(self) -> list[tuple[str, str]]:
+        """A deleted item's title, creators and date, and when and why it was withdrawn."""
+        record = self.tombstone
+        if record is None:
+            return []
+        withdrawn = record.withdrawn
+        rows = [
+            ("Title", record.first("title")),
+            ("Creators", "; ".join(record.all("creator"))),
+            ("Date", record.first("date")),
+            ("Deleted", withdrawn.at if withdrawn else None),
+            ("Reason", withdrawn.reason if withdrawn else None),
+        ]
+        return [(name, " ".join(value.split())) for name, value in rows if value]
 
     def page(self) -> str:
         items = "".join(f"<li><code>{_e(d)}</code></li>" for d in self.details)
@@ -178,8 +198,10 @@ class AlertView:
             if self.persistent_url
             else ""
         )
+        rows = "".join(f"<dt>{name}</dt><dd>{_e(value)}</dd>" for name, value in self.was_here())
+        was = f'<h2>What was here</h2><dl id="tombstone">{rows}</dl>' if rows else ""
         body = (
-            f'<h1>{_e(self.title)}</h1><p role="alert">{_e(self.message)}</p>{listed}{url}'
+            f'<h1>{_e(self.title)}</h1><p role="alert">{_e(self.message)}</p>{listed}{was}{url}'
             f'<p class="muted">HTTP {self.status} · <a href="/">IBI resolver</a></p>'
         )
         if self.holdings:
@@ -191,6 +213,7 @@ class AlertView:
 
     def text(self) -> str:
         lines = [f"{self.status} {self.title}", self.message, *(f"  {d}" for d in self.details)]
+        lines += [f"{name}: {value}" for name, value in self.was_here()]
         if self.persistent_url:
             lines.append(f"Persistent URL: {self.persistent_url}")
         return "\n".join(lines) + "\n"
@@ -206,23 +229,7 @@ def alert_text(status: int, title: str, message: str, **more: Any) -> str:
 
 def wants_text(accept: str | None) -> bool:
     """Whether the client prefers ``text/plain`` to ``text/html`` (by q-values)."""
-    quality: dict[str, float] = {}
-    for part in (accept or "").split(","):
-        pieces = part.strip().split(";")
-        kind = pieces[0].strip().lower()
-        q = 1.0
-        for parameter in pieces[1:]:
-            key, _, value = parameter.strip().partition("=")
-            if key.strip() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if kind:
-            quality[kind] = max(q, quality.get(kind, 0.0))
-    text = quality.get("text/plain", 0.0)
-    page = max(quality.get("text/html", 0.0), quality.get("application/xhtml+xml", 0.0))
-    return text > 0 and text > page
+    return prefers(accept, "text/plain", over=("text/html", "application/xhtml+xml"))
 
 
 # ---------------------------------------------------------------------------- holdings
@@ -283,6 +290,8 @@ def _holding_rows(holding: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("metadata", _e(" ".join(holding.get("metadata_formats") or []) or "—")),
     ]
+    if isinstance(holding.get("usage"), dict):
+        rows.append(("accesses", _e(holding["usage"]["total"])))
     return rows
 
 
@@ -362,6 +371,21 @@ def _verdict(verdict: dict[str, Any]) -> str:
     )
 
 
+def _usage(usage: Any) -> str:
+    """The item's usage figures (``ibi/core/usage.py``), summed over the Archives."""
+    if not isinstance(usage, dict):
+        return ""
+    from ibi.core.usage import Usage
+
+    figures = Usage.of(int(usage["total"]), usage["months"])
+    return (
+        '<h2>Usage</h2><p class="muted">Accesses through the persistent URL, as the Archives '
+        "that hold it counted them (each counts the resolutions that went to it), by calendar "
+        "month (UTC).</p>"
+        f"{look.usage_table(figures, element_id='usage')}"
+    )
+
+
 def holdings_page(view: dict[str, Any]) -> str:
     """The holdings view (``functions/resolver/holdings.py``) as a page: no script at all."""
     label = str(view["ibi"])
@@ -373,7 +397,7 @@ def holdings_page(view: dict[str, Any]) -> str:
         '<p class="muted">Who holds this IBI, in what state, and whether their bytes agree: '
         "every Archive included in this resolver, asked now.</p>"
         f'<p>Persistent URL: <a class="wrap" href="/{_e(label)}"><code>/{_e(label)}</code></a></p>'
-        f"{_verdict(view['verdict'])}<h2>Archives</h2>{archives}"
+        f"{_verdict(view['verdict'])}{_usage(view.get('usage'))}<h2>Archives</h2>{archives}"
         '<p class="muted">The same as JSON: <code>Accept: application/json</code> · '
         '<a href="/">IBI resolver</a></p>'
     )

@@ -1,17 +1,18 @@
 """The HMAC pepper registration keys are hashed under: Secrets Manager in AWS, a file locally.
 
 Data access, like ``registry.py``: this module reads the secret; the registration service only
-receives the bytes. The local file is made on first use (0600), atomically, so that worker
-processes starting together all read the same pepper.
+receives the bytes. The local file is made on first use as every local key file is
+(``functions.shared.keys.make_key_file``: created 0600, atomically), so that worker processes
+starting together all read the same pepper. The pepper is read once per execution environment,
+never again: a new pepper means registering every Archive again (docs/deploy.md).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 from pathlib import Path
 from typing import Any, Protocol
+
+from functions.shared.keys import FileKeys
 
 
 class PepperSource(Protocol):
@@ -33,25 +34,10 @@ class SecretPepper:
 
 
 class FilePepper:
-    """The pepper in a local file, made with 32 random bytes (hex) if missing."""
+    """The pepper in a local file (its first line), made with 32 random bytes (hex) if missing."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
     def load(self) -> bytes:
-        if not self.path.exists():
-            self._make()
-        return self.path.read_text().strip().encode()
-
-    def _make(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        draft = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        draft.write_text(secrets.token_hex(32))
-        draft.chmod(0o600)
-        try:
-            os.link(draft, self.path)  # fails if another process made it first: theirs wins
-        except FileExistsError:
-            pass
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                draft.unlink()
+        return FileKeys(self.path).load()[0]

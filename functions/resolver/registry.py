@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.resolver.errors import RegistryError
 from functions.shared import dynamo
 from functions.shared.dynamo import AWS_ERRORS, is_conditional_failure, translate
 
@@ -47,14 +48,6 @@ class PrefixTaken(Exception):
         )
         self.prefix = prefix
         self.owner = owner
-
-
-class RegistryError(Exception):
-    """The registry is unavailable."""
-
-    def __init__(self, message: str, *, throttled: bool = False) -> None:
-        super().__init__(message)
-        self.throttled = throttled
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,10 +336,7 @@ def _archive(item: dict[str, Any]) -> RegisteredArchive:
     )
 
 
-def ensure_table(client: DynamoDBClient, name: str, throttle_table: str | None = None) -> None:
-    """Create the registry table and its throttle table (by default ``<name>-throttle``,
-    as the settings name it) if missing (local mode and tests only)."""
-    from functions.resolver import throttle
-
+def ensure_table(client: DynamoDBClient, name: str) -> None:
+    """Create the registry table if missing (local mode and tests only; its throttle table is
+    ``throttle.ensure_table``'s, both made by ``wiring.ensure_tables``)."""
     dynamo.ensure_table(client, name, TABLE_SCHEMA, ttl="expires_at")
-    throttle.ensure_table(client, throttle_table or throttle.default_table(name))

@@ -18,7 +18,9 @@ Decisions where seed 001 is silent (besides spec §7):
   Copy's claim to be the last edition, which is used only when no such answer came. A copy's
   answer never ends such a round early. Editions are only ever added, so an answer that
   knows a next edition knows more than one that does not.
-* ``Deleted`` (410) is answered only when no Archive offers the item otherwise.
+* ``Deleted`` (410) is answered only when no Archive offers the item otherwise. The alert
+  keeps one tombstone's answer (:class:`Tombstone`; one with the holdings pairs first): what
+  the 410 page and a negotiated citation say was there.
 * 504 only when no Archive answered at all; an IBI unknown to every Archive that answered
   is 404 even if some Archives did not answer in time.
 * With ``Original`` required, answers are compared on ``state<relation>``: exactly one
@@ -47,6 +49,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from functions.shared.headers import quality as q_value
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, label_of
@@ -127,11 +130,26 @@ class Found:
 
 
 @dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A deleted item's answer: the IBI it names and the pairs (with the holdings pairs, its
+    Dublin Core and withdrawal, when they were asked for and its Archive knows them)."""
+
+    ibi: str
+    pairs: PairList
+
+    @property
+    def described(self) -> bool:
+        """Whether the answer carries the holdings pairs (``holdings.state``)."""
+        return "holdings.state" in self.pairs
+
+
+@dataclass(frozen=True, slots=True)
 class Alert:
     status: int  # 404, 409, 410, 504
     title: str
     message: str
     suspects: tuple[str, ...] = ()
+    tombstone: Tombstone | None = None  # a 410's: what was there
 
 
 @dataclass
@@ -180,6 +198,12 @@ def untrusted_claims(
         for a in held
         if a.pairs and not a.trusted and _claims_asked_original(a.pairs, relation, asked)
     ]
+
+
+def _tombstone(held: Sequence[ArchiveAnswer], asked: str) -> Tombstone | None:
+    """One tombstone's answer, one that carries the holdings pairs first."""
+    told = sorted((a.pairs for a in held if a.pairs), key=lambda p: "holdings.state" not in p)
+    return Tombstone(_ibi_of(told[0], "ibi") or asked, told[0]) if told else None
 
 
 def _leads_onward(answer: PairList, relation: Relation, asked: str) -> bool:
@@ -256,10 +280,7 @@ def parse_accept_language(header: str | None) -> list[str]:
         for parameter in pieces[1:]:
             key, _, value = parameter.strip().partition("=")
             if key.strip().lower() == "q":
-                try:
-                    quality = float(value)
-                except ValueError:
-                    quality = 0.0
+                quality = q_value(value)
         if tag and tag != "*" and quality > 0 and len(tag) <= 35:
             ranges.append((-quality, position, tag))
     return [tag for _, _, tag in sorted(ranges)]
@@ -318,6 +339,7 @@ class _Walk:
     asked: set[tuple[str, str]] = field(default_factory=set)  # (IBI, relation): never twice
     anyone_answered: bool = False
     deleted_seen: bool = False
+    tombstone: Tombstone | None = None
     known: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
     suspects: list[ArchiveAnswer] = field(default_factory=list)  # untrusted claims (not followed)
@@ -353,7 +375,8 @@ class _Walk:
         if self.suspects:
             return untrusted_alert(self.current, self.suspects)
         if self.deleted_seen:
-            return Alert(410, "Deleted", f"{label} was deleted from its Archive.")
+            message = f"{label} was deleted from its Archive."
+            return Alert(410, "Deleted", message, tombstone=self.tombstone)
         if not self.anyone_answered:
             return Alert(
                 504, "No Archive answered", "No Archive answered in time; try again shortly."
@@ -443,6 +466,7 @@ class Resolver:
         live = [a for a in held if a.pairs and a.pairs.word("state") != "Deleted"]
         if not live:  # every Archive that knows it holds only its tombstone
             walk.deleted_seen = True
+            walk.tombstone = _tombstone(held, walk.current)
             return _Step.STOP
         walk.known = True
         return self._chase(walk, live)

@@ -34,6 +34,14 @@ metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per pro
 MAX_LOCATION = 4096
 CONFLICT_HEADER = "IBI-Conflict"  # two Archives claim the original (docs/resolver.md)
 BAD_ANSWER = Alert(502, "Bad answer", "The Archive holding this item answered an unusable URL.")
+# The metric each alert of a resolution counts, by its status. Written out: infra/operations.py
+# alarms on Resolution409 and Resolution504, and a test finds each alarmed name here.
+ALERT_METRICS = {
+    404: "Resolution404",
+    409: "Resolution409",
+    410: "Resolution410",
+    504: "Resolution504",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,14 @@ class ResolvingService:
         resolver = Resolver(ask, accept_language=lookup.accept_language)
         started = time.monotonic()
         result = resolver.resolve(lookup.url, lookup.client_ips)
+        tombstone = result.tombstone if isinstance(result, Alert) else None
+        if tombstone is not None and not tombstone.described and not lookup.holdings:
+            # A 410 asked without the holdings pairs (a browser): once more with them, for
+            # what the tombstone says was there. Only a deleted IBI pays for this round.
+            asked = resolver.trace.rounds
+            resolver = Resolver(with_holdings, accept_language=lookup.accept_language)
+            result = resolver.resolve(lookup.url, lookup.client_ips)
+            resolver.trace.rounds[:0] = asked
         elapsed_ms = (time.monotonic() - started) * 1000
         logger.info(
             "resolved",
@@ -116,7 +132,11 @@ class ResolvingService:
         )
         metrics.add_metric(name="ResolutionMs", unit=MetricUnit.Milliseconds, value=elapsed_ms)
         if isinstance(result, Alert):
-            metrics.add_metric(name=f"Resolution{result.status}", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(
+                name=ALERT_METRICS.get(result.status, f"Resolution{result.status}"),
+                unit=MetricUnit.Count,
+                value=1,
+            )
             if result.title == UNTRUSTED_TITLE:  # the alarm on TwoOriginals fires for it too
                 metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
                 metrics.add_metric(name="UntrustedOriginals", unit=MetricUnit.Count, value=1)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from functions.resolver.service import FAILURE_LIMIT, FAILURE_WINDOW, GUESS_CAP
 from functions.resolver.throttle import default_table
+from functions.shared.errors import ConfigurationError
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.defaults import RESOLVER_SERVICE_IBI
@@ -18,10 +19,6 @@ from ibi.defaults import RESOLVER_SERVICE_IBI
 # milliseconds: a bound on the cost of that preference, never the Archive timeout.
 DEFAULT_ORIGINAL_GRACE_MS = 50
 MAX_ORIGINAL_GRACE_MS = 1000
-
-
-class ConfigurationError(RuntimeError):
-    """The deployment's configuration is wrong; the function cannot serve."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from functions.resolver.registry import RegistryError
+from functions.resolver.errors import RegistryError
 from functions.shared import dynamo
 from functions.shared.dynamo import AWS_ERRORS, is_conditional_failure, translate
 

@@ -1,14 +1,14 @@
 """The resolver's wiring: settings → clients → registry, throttle, transport → services → runtime.
 
-``build`` is pure (clients passed in); ``install`` puts a runtime in place (local mode and
-tests); ``runtime`` returns the installed one, or builds it once from the environment with
-AWS clients made then, never at import.
+``build`` is pure (clients passed in); the runtime is held as every function holds its own
+(functions/shared/runtime.py): ``runtime`` returns the installed one, or builds it once from
+the environment with AWS clients made then, never at import; ``install`` puts one in place
+(local mode and tests; None: build again), ``uninstall`` forgets it.
 """
 
 from __future__ import annotations
 
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +21,15 @@ from functions.resolver.network import AddressPolicy, ArchiveTransport
 from functions.resolver.pepper import FilePepper, PepperSource, SecretPepper
 from functions.resolver.queue import AckQueue, LocalQueue, SqsQueue
 from functions.resolver.registry import DynamoRegistry
+from functions.resolver.registry import ensure_table as ensure_registry
 from functions.resolver.resolving import ResolvingService
 from functions.resolver.service import RegistrationService
-from functions.resolver.settings import ConfigurationError, ResolverSettings
-from functions.resolver.throttle import DynamoThrottle
+from functions.resolver.settings import ResolverSettings
+from functions.resolver.throttle import DynamoThrottle, default_table
+from functions.resolver.throttle import ensure_table as ensure_throttle
 from functions.shared.edge import clock
+from functions.shared.errors import ConfigurationError
+from functions.shared.runtime import Holder
 
 if TYPE_CHECKING:  # drain.py imports the Powertools batch utility (~130 ms): local mode only
     from functions.resolver.drain import LocalDrainer
@@ -43,6 +47,14 @@ class Runtime:
     resolving: ResolvingService
     queue: AckQueue  # where acknowledgments wait for the drain (queue.py)
     drainer: LocalDrainer | None  # local mode and tests only; in AWS the drain is a Lambda
+
+
+def ensure_tables(dynamodb: Any, table: str, throttle_table: str | None = None) -> None:
+    """Create the resolver's two tables if missing: the registry ``table`` and its throttle
+    table (by default ``<table>-throttle``, as the settings name it). Local mode and tests
+    only: in AWS, infra/resolver.py makes them."""
+    ensure_registry(dynamodb, table)
+    ensure_throttle(dynamodb, throttle_table or default_table(table))
 
 
 def pepper_source(settings: ResolverSettings, secretsmanager: Any = None) -> PepperSource:
@@ -140,23 +152,16 @@ def build(
     )
 
 
-_lock = threading.Lock()
-_installed: list[Runtime] = []  # the one runtime of this process, once built or installed
+def from_environment() -> Runtime:
+    """The runtime of an execution environment in AWS, its clients made now."""
+    from ibi.aws import aws_client
+
+    settings = ResolverSettings.from_environment()
+    secrets = aws_client("secretsmanager") if settings.pepper_secret_arn else None
+    return build(settings, dynamodb=aws_client("dynamodb"), secretsmanager=secrets)
 
 
-def install(runtime: Runtime | None) -> None:
-    """Serve with ``runtime`` (None: build one from the environment on the next request)."""
-    with _lock:
-        _installed[:] = [runtime] if runtime is not None else []
-
-
-def runtime() -> Runtime:
-    with _lock:
-        if not _installed:
-            from ibi.aws import aws_client
-
-            settings = ResolverSettings.from_environment()
-            secrets = aws_client("secretsmanager") if settings.pepper_secret_arn else None
-            built = build(settings, dynamodb=aws_client("dynamodb"), secretsmanager=secrets)
-            _installed.append(built)
-        return _installed[0]
+holder: Holder[Runtime] = Holder(from_environment)
+runtime = holder.get  # the installed runtime; else one built from the environment, once
+install = holder.install  # serve with a runtime (None: build one on the next request)
+uninstall = holder.reset  # forget it (tests, SnapStart's restore)

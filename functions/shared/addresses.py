@@ -33,6 +33,10 @@ class UnsafeAddress(Exception):
     """An address this service will not contact."""
 
 
+class Unresolvable(UnsafeAddress):
+    """A host name that does not resolve (nothing to contact)."""
+
+
 def embedded_ipv4(address: Address) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
     if not isinstance(address, ipaddress.IPv6Address):
@@ -58,10 +62,12 @@ def is_public(address: Address) -> bool:
 
 
 class AddressPolicy:
-    """Public addresses, plus the networks of ``allow`` (e.g. ``127.0.0.0/8`` locally)."""
+    """Public addresses, plus the networks of ``allow`` (e.g. ``127.0.0.0/8`` locally);
+    ``public=False``: the networks of ``allow`` only (tests that must stay on loopback)."""
 
-    def __init__(self, allow: Sequence[str] = ()) -> None:
+    def __init__(self, allow: Sequence[str] = (), *, public: bool = True) -> None:
         self.allow: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in allow)
+        self.public = public
 
     def permitted(self, ip: str) -> bool:
         try:
@@ -70,7 +76,7 @@ class AddressPolicy:
             return False
         if any(address in network for network in self.allow):
             return True
-        return is_public(address)
+        return self.public and is_public(address)
 
     def vet(self, host: str, port: int) -> str:
         """The IP to connect to, once every address ``host`` resolves to is found permitted."""
@@ -80,7 +86,7 @@ class AddressPolicy:
             try:
                 infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except (socket.gaierror, UnicodeError) as error:
-                raise UnsafeAddress(f"{host} does not resolve: {error}") from None
+                raise Unresolvable(f"{host} does not resolve: {error}") from None
             ips = sorted({str(info[4][0]) for info in infos})
         refused = [ip for ip in ips if not self.permitted(ip)]
         if not ips or refused:

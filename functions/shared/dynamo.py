@@ -51,8 +51,8 @@ def is_throttled(error: BaseException) -> bool:
     return error_code(error) in THROTTLING_CODES or status == 503
 
 
-# How local mode's stores say that their disk is full (ibi_tools/local/tables.py): DynamoDB
-# has no disk, so only there does a failure name one.
+# How local mode's stores say that their disk is full (ibi_tools/local/tables/client.py):
+# DynamoDB has no disk, so only there does a failure name one.
 FULL_DISK = "the disk holding"
 
 

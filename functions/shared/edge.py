@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -27,10 +27,17 @@ CORRELATION_ID_PATH = 'headers."x-correlation-id" || requestContext.requestId'
 IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:/+=@-]+")
 MAX_IDEMPOTENCY_KEY = 255
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-MAX_JSON_DEPTH = 32  # the deepest body any route takes nests 3 levels (links, files, dc)
+# The deepest body any route takes (docs/openapi.yaml): 3 levels, as in {"files": [{…}]},
+# {"links": [{…}]} or {"dc": {"creator": […]}}. The limit is far above it, far below the parser's.
+DEEPEST_BODY = 3
+MAX_JSON_DEPTH = 32
 MAX_JSON_NUMBER = 40  # characters of one number: a byte count has at most 11 digits
 
 Handler = Callable[[dict[str, Any], LambdaContext], Any]
+# An API's declared routes: each path it serves (as written, no pattern) → the methods there.
+# Its 405s name them (``method_not_allowed``); tests/unit/test_error_shape.py checks each
+# table against the routes the app answers and against docs/openapi.yaml.
+Routes = Mapping[str, tuple[str, ...]]
 
 
 def clock() -> Decimal:
@@ -55,10 +62,11 @@ def error_response(status: int, code: str, message: str, **headers: str) -> Resp
     return json_response(status, {"error": {"code": code, "message": message}}, headers)
 
 
-def method_not_allowed(app: APIGatewayHttpResolver) -> Response[str] | None:
-    """A 405 naming the methods served on the request's path (``Allow``), if it has any route."""
-    path, method = app.current_event.path, app.current_event.http_method
-    allowed = sorted({route.method for route in app._static_routes if route.path == path})
+def method_not_allowed(event: Any, routes: Routes) -> Response[str] | None:
+    """A 405 naming the methods ``routes`` (an API's declared table) serves on the request's
+    path (``Allow``); None if it declares none there."""
+    path, method = event.path, event.http_method
+    allowed = sorted(routes.get(path, ()))
     if not allowed:
         return None
     return error_response(

@@ -13,6 +13,10 @@ import base64
 import hashlib
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ibi.core.usage import Usage
 
 STYLE = """
 :root{color-scheme:light dark;--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--accent:#0b5cad}
@@ -41,13 +45,14 @@ def escape(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def document(title: str, body: str, *, script: str | None = None) -> str:
-    """A whole page: the shared head (viewport, no referrer, the stylesheet), ``body`` (already
-    HTML) and, for a page that runs one, its script (allowed by its hash in the page's policy)."""
+def document(title: str, body: str, *, script: str | None = None, head: str = "") -> str:
+    """A whole page: the shared head (viewport, no referrer, the stylesheet) and ``head``
+    (already HTML: a landing page's ``<meta>`` tags and JSON-LD), ``body`` (already HTML) and,
+    for a page that runs one, its script (allowed by its hash in the page's policy)."""
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="referrer" content="no-referrer"><title>{escape(title)}</title>'
+        f'<meta name="referrer" content="no-referrer"><title>{escape(title)}</title>{head}'
         f"<style>{STYLE}</style></head><body>{body}"
         + (f"<script>{script}</script>" if script is not None else "")
         + "</body></html>\n"
@@ -58,3 +63,17 @@ def link_line(links: Sequence[str], *, element_id: str | None = None) -> str:
     """The pages' line of links (a header or footer): ``a · b · c``, muted, as a ``nav``."""
     ident = f' id="{escape(element_id)}"' if element_id else ""
     return f'<nav class="muted wrap"{ident}>{" · ".join(links)}</nav>' if links else ""
+
+
+def usage_table(usage: Usage, *, element_id: str | None = None) -> str:
+    """An item's usage figures (``ibi/core/usage.py``) as a small table: the accesses of each
+    month, newest first, then the total."""
+    ident = f' id="{escape(element_id)}"' if element_id else ""
+    rows = "".join(
+        f"<tr><td>{escape(month)}</td><td>{count}</td></tr>"
+        for month, count in reversed(usage.months)
+    )
+    return (
+        f"<table{ident}><thead><tr><th>month (UTC)</th><th>accesses</th></tr></thead>"
+        f'<tbody>{rows}<tr><th scope="row">total</th><td>{usage.total}</td></tr></tbody></table>'
+    )

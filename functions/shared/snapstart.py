@@ -33,14 +33,7 @@ def forget(service: str) -> None:
     from ibi import aws
 
     aws._session.cache_clear()
-    wiring = importlib.import_module(f"functions.{service}.wiring")
-    built = getattr(wiring, "_from_environment", None)
-    if built is not None and hasattr(built, "cache_clear"):
-        built.cache_clear()
-    if service == "resolver":
-        wiring.install(None)
-    else:
-        wiring.uninstall()
+    importlib.import_module(f"functions.{service}.wiring").uninstall()  # shared/runtime.py
 
 
 def register(service: str) -> bool:

@@ -6,12 +6,13 @@ Built from the item's Dublin Core as its Archive holds it (the holdings extensio
 - CSL-JSON (``application/vnd.citationstyles.csl+json``), what Zotero, Mendeley and
   citeproc read;
 - BibTeX (``application/x-bibtex``);
+- RIS (``application/x-research-info-systems``), what reference managers import;
 - schema.org JSON-LD (``application/ld+json``);
 - OAI Dublin Core XML (``application/xml``), the record OAI-PMH harvesters read.
 
 Pure: the standard library only (``json``, ``xml.etree``), so that the resolver's cold start
 and bundle stay as they are; the tests check every output with a real consumer (citeproc-py,
-bibtexparser and pybtex, pyld, ElementTree).
+bibtexparser and pybtex, rispy, pyld, ElementTree).
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
+from ibi.core.dublin_core import DC_ELEMENTS
+
 CSL_JSON = "application/vnd.citationstyles.csl+json"
 BIBTEX = "application/x-bibtex"
+RIS = "application/x-research-info-systems"
 JSON_LD = "application/ld+json"
 OAI_DC_XML = "application/xml"
 
@@ -31,23 +35,6 @@ OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
 DC = "http://purl.org/dc/elements/1.1/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 OAI_DC_SCHEMA = f"{OAI_DC} http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
-DC_ELEMENTS = (
-    "title",
-    "creator",
-    "subject",
-    "description",
-    "publisher",
-    "contributor",
-    "date",
-    "type",
-    "format",
-    "identifier",
-    "source",
-    "language",
-    "relation",
-    "coverage",
-    "rights",
-)
 for _prefix, _uri in (("oai_dc", OAI_DC), ("dc", DC), ("xsi", XSI)):
     ElementTree.register_namespace(_prefix, _uri)
 _DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
@@ -67,13 +54,28 @@ _TYPES = (
 
 
 @dataclass(frozen=True, slots=True)
+class Withdrawal:
+    """When a deleted item was withdrawn from its Archive (ISO 8601) and, if said, why."""
+
+    at: str
+    reason: str = ""
+
+    def note(self) -> str:
+        """``Withdrawn on 2024-05-01: <reason>``, the note every format carries."""
+        why = one_line(self.reason)
+        return f"Withdrawn on {self.at[:10]}" + (f": {why}" if why else "")
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
-    """What a citation is made of: the persistent URL, the IBI and the Dublin Core."""
+    """What a citation is made of: the persistent URL, the IBI and the Dublin Core; and, for
+    a deleted item (a tombstone), its :class:`Withdrawal`."""
 
     persistent_url: str
     ibi: str
     dc: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     language: str | None = None
+    withdrawn: Withdrawal | None = None
 
     def first(self, element: str) -> str | None:
         return next((v for v in self.dc.get(element, ()) if v.strip()), None)
@@ -122,6 +124,9 @@ def csl_json(record: Record) -> str:
     if subjects := record.all("subject"):
         item["keyword"] = ", ".join(subjects)
     item["note"] = f"IBI: {record.ibi}"
+    if record.withdrawn is not None:  # CSL's ``status`` variable, as "forthcoming" is one
+        item["status"] = "withdrawn"
+        item["note"] = f"IBI: {record.ibi}. {record.withdrawn.note()}"
     return json.dumps([item], ensure_ascii=False, indent=2) + "\n"
 
 
@@ -148,8 +153,7 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 def bibtex_text(value: str) -> str:
     """A value as BibTeX/LaTeX text: one line, LaTeX's specials (braces and backslash
     included) as commands, control characters as U+FFFD; every brace written is balanced."""
-    flat = _CONTROL.sub("\ufffd", " ".join(value.split()))
-    return "".join(_BIBTEX_SPECIAL.get(c, c) for c in flat)
+    return "".join(_BIBTEX_SPECIAL.get(c, c) for c in one_line(value))
 
 
 def _bibtex_name_part(text: str) -> str:
@@ -190,9 +194,68 @@ def bibtex(record: Record) -> str:
         fields.append(("publisher", bibtex_text(publisher)))
     fields.append(("howpublished", bibtex_text(record.persistent_url)))
     fields.append(("url", _bibtex_url(record.persistent_url)))
-    fields.append(("note", bibtex_text(f"IBI: {record.ibi}")))
+    withdrawn = f". {record.withdrawn.note()}" if record.withdrawn is not None else ""
+    fields.append(("note", bibtex_text(f"IBI: {record.ibi}{withdrawn}")))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
     return f"@misc{{{key},\n{body}\n}}\n"
+
+
+# RIS's reference type from the record's CSL type (:meth:`Record.kinds`); GEN for any other.
+_RIS_TYPES = {
+    "dataset": "DATA",
+    "software": "COMP",
+    "thesis": "THES",
+    "report": "RPRT",
+    "article": "JOUR",
+    "book": "BOOK",
+    "graphic": "FIGURE",
+}
+_DOI = re.compile(r"(?:doi:|https?://(?:dx\.)?doi\.org/)?(10\.\d{4,9}/\S+)", re.IGNORECASE)
+
+
+def one_line(value: str) -> str:
+    """``value`` on one line: every run of whitespace (line breaks included) one space,
+    control characters U+FFFD."""
+    return _CONTROL.sub("\ufffd", " ".join(value.split()))
+
+
+def doi_of(record: Record) -> str | None:
+    """The DOI among the record's ``dc:identifier`` values (``10.…``, ``doi:10.…`` or a
+    doi.org URL), as ``10.…``; None when it gives none."""
+    for identifier in record.all("identifier"):
+        if match := _DOI.fullmatch(identifier.strip()):
+            return match.group(1)
+    return None
+
+
+def ris(record: Record, *, note: str | None = None) -> str:
+    """One RIS reference: ``TAG  - value`` lines ended by CRLF, as the RIS specification
+    writes them, from ``TY`` to ``ER``; every value on one line. ``note``: one more ``N1``
+    (a withdrawn item's, say), after the IBI's; a withdrawn record's own note otherwise."""
+    if note is None and record.withdrawn is not None:
+        note = record.withdrawn.note()
+    fields: list[tuple[str, str]] = [("TY", _RIS_TYPES.get(record.kinds()[0], "GEN"))]
+    fields += [("AU", creator) for creator in record.all("creator")]
+    if title := record.first("title"):
+        fields.append(("TI", title))
+    if parts := record.date_parts():
+        year, *rest = parts
+        month, day = ([f"{part:02d}" for part in rest] + ["", ""])[:2]
+        fields += [("PY", f"{year:04d}"), ("DA", f"{year:04d}/{month}/{day}/")]
+    if publisher := record.first("publisher"):
+        fields.append(("PB", publisher))
+    if doi := doi_of(record):
+        fields.append(("DO", doi))
+    if description := record.first("description"):
+        fields.append(("AB", description))
+    fields += [("KW", subject) for subject in record.all("subject")]
+    if language := record.first("language") or record.language:
+        fields.append(("LA", language))
+    fields += [("UR", record.persistent_url), ("ID", record.ibi), ("N1", f"IBI: {record.ibi}")]
+    if note and note.strip():
+        fields.append(("N1", note))
+    lines = [f"{tag}  - {one_line(value)}" for tag, value in fields]
+    return "\r\n".join([*lines, "ER  - ", ""])
 
 
 def schema_org(record: Record) -> str:
@@ -218,16 +281,70 @@ def schema_org(record: Record) -> str:
         node["publisher"] = {"@type": "Organization", "name": publisher}
     if subjects := record.all("subject"):
         node["keywords"] = subjects
+    if record.withdrawn is not None:
+        node["creativeWorkStatus"] = "Withdrawn"
     return json.dumps(node, ensure_ascii=False, indent=2) + "\n"
 
 
+def scholar_date(record: Record) -> str | None:
+    """The date as Google Scholar reads ``citation_publication_date``: ``2024/05/01``,
+    ``2024/05`` or ``2024``; None when the record gives none."""
+    parts = record.date_parts()
+    if not parts:
+        return None
+    return "/".join(f"{part:02d}" if at else f"{part:04d}" for at, part in enumerate(parts))
+
+
+# The institution Google Scholar reads for a thesis or a report: the record's publisher.
+_INSTITUTIONS = {
+    "thesis": "citation_dissertation_institution",
+    "report": "citation_technical_report_institution",
+}
+
+
+def meta_tags(record: Record, *, pdf_url: str | None = None) -> list[tuple[str, str]]:
+    """A landing page's ``<meta name=… content=…>`` pairs, each value on one line: the
+    Highwire Press tags Google Scholar reads first (one ``citation_author`` per creator,
+    ``citation_pdf_url`` when the item has a PDF), then the Dublin Core ones other harvesters
+    read, the persistent URL the ``DC.identifier``."""
+    tags: list[tuple[str, str]] = []
+    if title := record.first("title"):
+        tags.append(("citation_title", title))
+    tags += [("citation_author", creator) for creator in record.all("creator")]
+    if date := scholar_date(record):
+        tags.append(("citation_publication_date", date))
+    if publisher := record.first("publisher"):
+        tags.append(("citation_publisher", publisher))
+        if institution := _INSTITUTIONS.get(record.kinds()[0]):
+            tags.append((institution, publisher))
+    language = record.first("language") or record.language
+    if language:
+        tags.append(("citation_language", language))
+    tags += [("citation_keywords", subject) for subject in record.all("subject")]
+    if pdf_url:
+        tags.append(("citation_pdf_url", pdf_url))
+    tags.append(("DC.identifier", record.persistent_url))
+    for element in ("title", "creator", "date", "type", "publisher"):
+        tags += [(f"DC.{element}", value) for value in record.all(element)]
+    if language:
+        tags.append(("DC.language", language))
+    return [(name, one_line(value)) for name, value in tags]
+
+
 def oai_dc(record: Record) -> str:
-    """The OAI Dublin Core record, the persistent URL its first identifier."""
+    """The OAI Dublin Core record, the persistent URL its first identifier; a withdrawn
+    item's note its last ``dc:description``."""
     root = ElementTree.Element(f"{{{OAI_DC}}}dc", {f"{{{XSI}}}schemaLocation": OAI_DC_SCHEMA})
     given = record.all("identifier")
-    identifiers = [record.persistent_url, *(i for i in given if i != record.persistent_url)]
+    values = {
+        "identifier": [record.persistent_url, *(i for i in given if i != record.persistent_url)],
+        "description": [
+            *record.all("description"),
+            *([record.withdrawn.note()] if record.withdrawn is not None else []),
+        ],
+    }
     for element in DC_ELEMENTS:
-        for value in identifiers if element == "identifier" else record.all(element):
+        for value in values.get(element) or record.all(element):
             ElementTree.SubElement(root, f"{{{DC}}}{element}").text = _XML_UNSAFE.sub(
                 "\ufffd", value
             )
@@ -239,6 +356,7 @@ def oai_dc(record: Record) -> str:
 RENDERERS: dict[str, Callable[[Record], str]] = {
     CSL_JSON: csl_json,
     BIBTEX: bibtex,
+    RIS: ris,
     JSON_LD: schema_org,
     OAI_DC_XML: oai_dc,
 }

@@ -7,14 +7,15 @@ and answers as always; the resolver then shows what the ordinary pairs say.
 
 Every value here is one a reader can already fetch from the Archive: the state and timestamp
 (the protocol), the language, the links and the Dublin Core elements (the protocol and the
-metadata pages), and, only for a listable item, the file list with each file's SHA-256 and
-size (the file-list page). Nothing for an item on its way in, nothing but the state of a
-tombstone.
+metadata pages), the usage figures (the metadata page), and, only for a listable item, the
+file list with each file's SHA-256 and size (the file-list page). Nothing for an item on its
+way in; for a tombstone, what its 410 pages show: its Dublin Core, language, and when and why
+it was deleted.
 
 Wire format (each path, URL and metadata value written with :func:`encode_value`)::
 
     holdings.version 1
-    holdings.state Original                    (Original | Copy)
+    holdings.state Original                    (Original | Copy | Deleted)
     holdings.timestamp 2024-05-01T12:00:00Z
     holdings.language pt-BR                    (only when the item has one)
     holdings.listable yes                      (no: the files are not listed)
@@ -29,6 +30,14 @@ Wire format (each path, URL and metadata value written with :func:`encode_value`
     holdings.damaged {report.pdf}              (files whose bytes failed their SHA-256)
     holdings.damagedcount 1                    (the count alone when the item is not listable)
     holdings.truncated yes                     (files or metadata left out: over the budget)
+    holdings.deleted 2024-06-01T09:00:00Z      (a tombstone: when the item was deleted)
+    holdings.deletedreason {Retracted%20…}     (and why, when its Archive was told)
+    holdings.accesses 12                       (accesses counted here, in all: usage.py)
+    holdings.accessesbymonth {2026-10 5 2026-11 7}   (YYYY-MM count, UTC months with accesses)
+    holdings.link broken                       (ok | broken: the item's external URL, as the
+    holdings.linkchecked 2026-11-02T03:00:00Z   Archive's last link check found it)
+    holdings.linkbrokensince 2026-11-01T03:00:00Z
+    holdings.linkreason {HTTP%20404}
 
 The next edition is the protocol's own ``ibi.nextedition``.
 """
@@ -42,6 +51,7 @@ from typing import Any
 
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, Value, decode_value, encode_value, parse_forms
+from ibi.core.usage import MONTH, Usage
 
 REQUEST_PAIR = ("extension.holdings", "yes")
 PREFIX = "holdings."
@@ -51,6 +61,7 @@ VERSION = "1"
 BUDGET = 128 * 1024
 _TRANSLATION = re.compile(r"holdings\.translation\(([A-Za-z]{2}(?:-[A-Za-z]{2})?)\)")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_COUNT = re.compile(r"\d{1,18}")  # an access count (a transfer carries at most 10**15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +87,7 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """What one Archive holds of one item (a held, live item)."""
+    """What one Archive holds of one item (a held item, or a tombstone: ``deleted_at``)."""
 
     state: str
     timestamp: str
@@ -93,6 +104,15 @@ class Report:
     damaged: tuple[str, ...] = ()  # paths, listed only for a listable item
     damaged_count: int = 0
     truncated: bool = False
+    deleted_at: str | None = None  # a tombstone: when the item was deleted (ISO 8601)
+    deleted_reason: str = ""
+    usage: Usage | None = None  # None: the Archive does not report its accesses
+    # The item's external URL as the Archive's last link check found it (ok | broken; None:
+    # not checked, or no external URL), when, since when broken, and why.
+    link: str | None = None
+    link_checked: str | None = None
+    link_broken_since: str | None = None
+    link_reason: str = ""
 
 
 def _forms_words(forms: dict[str, str]) -> tuple[str, ...]:
@@ -130,12 +150,41 @@ def to_pairs(report: Report, *, budget: int = BUDGET) -> list[tuple[str, Value]]
             pairs.append((name, _link_value(link)))
     for language, link in sorted(report.translations.items()):
         pairs.append((f"holdings.translation({language})", _link_value(link)))
+    if report.deleted_at:
+        pairs.append(("holdings.deleted", report.deleted_at))
+        if report.deleted_reason:
+            pairs.append(("holdings.deletedreason", encode_value(report.deleted_reason)))
+    pairs += _usage_pairs(report.usage)
+    pairs += _link_pairs(report)
     used = sum(_size(name, value) for name, value in pairs)
     files, used, cut = _file_pairs(report, used, budget)
     dc, used, cut_dc = _dc_pairs(report, used, budget)
     pairs += files + dc
     if report.truncated or cut or cut_dc:
         pairs.append(("holdings.truncated", "yes"))
+    return pairs
+
+
+def _usage_pairs(usage: Usage | None) -> list[tuple[str, Value]]:
+    if usage is None:
+        return []
+    pairs: list[tuple[str, Value]] = [("holdings.accesses", str(usage.total))]
+    if usage.months:
+        by_month = tuple(word for month, count in usage.months for word in (month, str(count)))
+        pairs.append(("holdings.accessesbymonth", by_month))
+    return pairs
+
+
+def _link_pairs(report: Report) -> list[tuple[str, Value]]:
+    if report.link is None:
+        return []
+    pairs: list[tuple[str, Value]] = [("holdings.link", report.link)]
+    if report.link_checked:
+        pairs.append(("holdings.linkchecked", report.link_checked))
+    if report.link_broken_since:
+        pairs.append(("holdings.linkbrokensince", report.link_broken_since))
+    if report.link_reason:
+        pairs.append(("holdings.linkreason", encode_value(report.link_reason[:200])))
     return pairs
 
 
@@ -211,6 +260,24 @@ def _files(words: Sequence[str]) -> tuple[HeldFile, ...]:
     return tuple(files)
 
 
+def _usage(pairs: PairList) -> Usage | None:
+    total = pairs.word("holdings.accesses")
+    if total is None:
+        return None
+    if not _COUNT.fullmatch(total):
+        raise InvalidInput("holdings.accesses", f"{total[:20]!r} is not a count")
+    words = _words(pairs, "holdings.accessesbymonth")
+    if len(words) % 2:
+        raise InvalidInput("holdings.accessesbymonth", "not month, count pairs")
+    months: dict[str, int] = {}
+    for at in range(0, len(words), 2):
+        month, count = words[at : at + 2]
+        if not MONTH.fullmatch(month) or not _COUNT.fullmatch(count):
+            raise InvalidInput("holdings.accessesbymonth", f"{month[:20]!r}: not YYYY-MM, a count")
+        months[month] = int(count)
+    return Usage.of(int(total), months)
+
+
 def from_pairs(pairs: PairList) -> Report | None:
     """The report in an answer, or None when the Archive did not answer the extension.
 
@@ -254,4 +321,13 @@ def from_pairs(pairs: PairList) -> Report | None:
         damaged=damaged,
         damaged_count=int(damaged_count) if damaged_count.isdigit() else len(damaged),
         truncated=pairs.word("holdings.truncated") == "yes",
+        deleted_at=pairs.word("holdings.deleted"),
+        deleted_reason=decode_value(
+            pairs.word("holdings.deletedreason") or "", plus_as_space=False
+        ),
+        usage=_usage(pairs),
+        link=pairs.word("holdings.link"),
+        link_checked=pairs.word("holdings.linkchecked"),
+        link_broken_since=pairs.word("holdings.linkbrokensince"),
+        link_reason=decode_value(pairs.word("holdings.linkreason") or "", plus_as_space=False),
     )

@@ -237,6 +237,7 @@ def _asdict(url: DemoURL) -> dict[str, Any]:
 
 CITATION_TYPES = (
     "application/x-bibtex",
+    "application/x-research-info-systems",
     "application/vnd.citationstyles.csl+json",
     "text/x-bibliography; style=apa",
 )

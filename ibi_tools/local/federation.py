@@ -9,44 +9,53 @@ Each Archive mints from its own identification subsystem, on its own port, and o
 prefixes at the resolver; the data directory mints only as the ports it serves
 (``subsystems.py``). Everything survives restarts.
 
-The data directory is the user's only (0700 when ``ibi local`` made it or it holds a run's
-data already; ``keys/`` and ``s3/`` always 0700, every file ``ibi local`` writes 0600).
-SeaweedFS keeps its objects in ``seaweedfs/`` and logs to ``seaweedfs.log`` there. A data
-directory an earlier version kept in dynalite (``dynamodb/``) is copied into the tables at its
-first start (:func:`open_tables`), and one whose objects s3rver kept (``s3/``) into SeaweedFS
-(:func:`open_s3`). :meth:`LocalFederation.wait` watches the S3 server and the APIs' workers and
-restarts a dead one (see ``supervisor.py``).
+The data directory, its stores and its lock: ``datadir.py``; the minting state's tables and
+dates: ``mint_dates.py``. :meth:`LocalFederation.wait` watches the S3 server and the APIs'
+workers and restarts a dead one (see ``supervisor.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ibi.core.subsystem import Subsystem
-from ibi_tools.local.gateway import LocalGateway
-from ibi_tools.local.stores import (
-    Dynalite,
-    LocalServer,
-    LocalStoreError,
-    check_free_space,
-    private_dir,
-    write_private,
+from ibi_tools.local.datadir import (
+    DYNALITE_DIR,
+    DYNALITE_KEPT,
+    RUNNING_FILE,
+    S3_DIR,
+    S3_PORT_OFFSET,
+    S3RVER_KEPT,
+    TABLES_FILE,
+    DataDirInUseError,
+    LostWriteAheadLog,
+    lock_data_dir,
+    new_registration_key,
+    open_s3,
+    open_tables,
+    prepare_data_dir,
+    rotate_key,
+    unwritten_frames,
 )
+from ibi_tools.local.gateway import LocalGateway
+from ibi_tools.local.mint_dates import (
+    LOCAL_MINT_BLOCK_SECONDS,
+    MINTING_TABLES,
+    carry_on_after,
+    last_date_in,
+    mint_store,
+)
+from ibi_tools.local.stores import LocalServer, check_free_space, private_dir, write_private
 from ibi_tools.local.subsystems import (
-    SUBSYSTEMS_FILE,
     Claims,
     SubsystemError,
     archive_of,
@@ -57,18 +66,33 @@ from ibi_tools.local.subsystems import (
     subsystems_for,
 )
 from ibi_tools.local.supervisor import INTERVAL, Supervisor, Watched
-from ibi_tools.local.tables import LocalTables, LocalTablesClient
+from ibi_tools.local.tables import LocalTables
 
-if TYPE_CHECKING:
-    from functions.minting.store import DynamoMintStore
+# Kept importable from here, where they were before datadir.py and mint_dates.py.
+__all__ = [
+    "DYNALITE_DIR",
+    "DYNALITE_KEPT",
+    "LOCAL_MINT_BLOCK_SECONDS",
+    "MINTING_TABLES",
+    "S3RVER_KEPT",
+    "S3_DIR",
+    "TABLES_FILE",
+    "DataDirInUseError",
+    "LocalFederation",
+    "LostWriteAheadLog",
+    "carry_on_after",
+    "last_date_in",
+    "mint_store",
+    "open_s3",
+    "open_tables",
+    "prepare_data_dir",
+    "quiet_powertools",
+    "rotate_key",
+    "unwritten_frames",
+]
 
 DEFAULT_MINTING_PORT = 8800
 ARCHIVES = ("archive-a", "archive-b", "archive-c")  # the third with --archive-ports A,B,C
-MINTING_TABLES = {
-    "state": "ibi-mint-state",
-    "record": "ibi-mint-record",
-    "idempotency": "ibi-mint-idempotency",
-}
 
 
 def quiet_powertools(log_level: str) -> None:
@@ -77,184 +101,6 @@ def quiet_powertools(log_level: str) -> None:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", log_level)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-
-
-def prepare_data_dir(data_dir: Path) -> None:
-    """The data directory, and its ``keys/``, readable by the user only (0700).
-
-    The directory itself is tightened only when it is new, empty, or a run's already: one
-    the user named that holds other things (``--data-dir .``) keeps its mode, and every
-    secret in it sits in a 0700 subdirectory or a 0600 file anyway.
-    """
-    ours = not data_dir.exists() or (data_dir / SUBSYSTEMS_FILE).exists()
-    if ours or not any(data_dir.iterdir()):
-        private_dir(data_dir)
-    private_dir(data_dir / "keys")  # the registration keys and the resolver's pepper
-
-
-# Blocks of dates in local mode (docs/decisions.md, "Blocks of dates"): its few workers each
-# keep the kept-alive connections of their clients, so a client's requests meet the block its
-# worker claimed; 5 ms takes 4 and 16 clients from about 1.9 to about 0.2 state writes per
-# request at the same throughput (bench/history.md). Lambda, one environment per request in
-# flight, has no such affinity: off there (the default).
-LOCAL_MINT_BLOCK_SECONDS = "0.005"
-TABLES_FILE = "tables.sqlite3"
-DYNALITE_DIR = "dynamodb"  # where versions before issue 14's local tables kept them
-DYNALITE_KEPT = "dynamodb.before-tables"
-
-
-class LostWriteAheadLog(LocalStoreError):
-    """The tables' write-ahead log is gone while writes in it had not reached the file."""
-
-
-def unwritten_frames(shm: Path) -> int:
-    """How many frames of the write-ahead log the tables' ``-shm`` (SQLite's WAL index) says
-    are not yet in the database file: its ``mxFrame`` (the log's last valid frame, at byte 16
-    of its header) less its ``nBackfill`` (the frames copied back, at byte 96); 0 when it says
-    nothing (empty, or not an index)."""
-    try:
-        with shm.open("rb") as file:
-            header = file.read(100)
-    except OSError:
-        return 0
-    if len(header) < 100:
-        return 0
-    for order in ("little", "big"):  # the index is in the machine's own byte order
-        version = int.from_bytes(header[0:4], order)
-        if version == 3007000:  # WALINDEX_MAX_VERSION
-            last = int.from_bytes(header[16:20], order)
-            backfilled = int.from_bytes(header[96:100], order)
-            return max(0, last - backfilled)
-    return 0
-
-
-def check_write_ahead_log(path: Path) -> None:
-    """Refuse tables whose ``-wal`` is missing while their ``-shm`` says it held writes not
-    yet in the file (deleted after a ``kill -9``, say): SQLite would open the file without
-    them, and those writes (IBIs minted, items deposited) would be lost without a word."""
-    wal, shm = path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
-    if not path.exists() or wal.exists() or not shm.exists():
-        return
-    frames = unwritten_frames(shm)
-    if frames:
-        raise LostWriteAheadLog(
-            f"{wal} is missing, and {shm.name} says it held {frames} page writes not yet in "
-            f"{path.name}: the last writes before ibi local stopped (minted IBIs, deposits) "
-            f"would be lost. Put {wal.name} back (from a backup) and start again; or, to go on "
-            f"without those writes, delete {shm} and start again"
-        )
-
-
-def open_tables(data_dir: Path) -> LocalTables:
-    """The data directory's tables; on the first start of a directory an earlier version kept
-    in dynalite, its tables are copied in first (and ``dynamodb/`` kept, renamed). Tables whose
-    write-ahead log was lost are refused (:func:`check_write_ahead_log`)."""
-    path = data_dir / TABLES_FILE
-    check_write_ahead_log(path)
-    old = data_dir / DYNALITE_DIR
-    if not path.exists() and old.is_dir() and any(old.iterdir()):
-        copy_from_dynalite(old, path)
-        old.rename(data_dir / DYNALITE_KEPT)
-    return LocalTables(path)
-
-
-def copy_from_dynalite(directory: Path, path: Path) -> int:
-    """Every table and item dynalite keeps in ``directory``, copied into new tables at
-    ``path`` (written beside it, then moved in place: an interrupted copy leaves nothing).
-    The number of items copied."""
-    print(f"ibi local: copying the tables in {directory} into {path.name}", file=sys.stderr)
-    partial = path.with_name(path.name + ".partial")
-    for leftover in (partial, *(partial.with_name(partial.name + end) for end in ("-wal", "-shm"))):
-        leftover.unlink(missing_ok=True)
-    target = LocalTables(partial)
-    client = LocalTablesClient(partial)
-    copied = 0
-    with Dynalite(directory) as server:
-        source = server.client()
-        for page in source.get_paginator("list_tables").paginate():
-            for name in page["TableNames"]:
-                table = source.describe_table(TableName=name)["Table"]
-                client.create_table(
-                    TableName=name,
-                    KeySchema=table["KeySchema"],
-                    AttributeDefinitions=table["AttributeDefinitions"],
-                )
-                for scanned in source.get_paginator("scan").paginate(
-                    TableName=name, ConsistentRead=True
-                ):
-                    for item in scanned["Items"]:
-                        client.put_item(TableName=name, Item=item)
-                        copied += 1
-    client.close()
-    target.checkpoint()
-    partial.rename(path)
-    return copied
-
-
-S3_DIR = "seaweedfs"
-S3RVER_DIR = "s3"  # where versions before SeaweedFS kept their objects (s3rver)
-S3RVER_KEPT = "s3.before-seaweedfs"
-S3_PORT_OFFSET = 100  # --s3-port's default: the minting port + 100 (8900 for 8800)
-
-
-def open_s3(data_dir: Path, port: int) -> Any:
-    """The data directory's S3 server, started; on the first start of a directory whose
-    objects s3rver kept (``s3/``), they are copied in first (and ``s3/`` kept, renamed)."""
-    from ibi_tools.local.s3 import copy_from_s3rver, s3_server, s3rver_objects
-
-    server = s3_server(data_dir / S3_DIR, port=port, log=data_dir / "seaweedfs.log").start()
-    old = data_dir / S3RVER_DIR
-    try:
-        if server.persistent and old.is_dir() and s3rver_objects(old):
-            print(f"ibi local: copying the objects in {old} into {S3_DIR}/", file=sys.stderr)
-            copy_from_s3rver(old, server.client())
-            old.rename(data_dir / S3RVER_KEPT)
-    except BaseException:
-        server.stop()
-        raise
-    return server
-
-
-LOCK_FILE = "ibi-local.lock"
-RUNNING_FILE = "running.json"  # the running federation's URLs (rotate_key)
-
-
-def new_registration_key() -> str:
-    import secrets
-
-    return f"{secrets.randbelow(10**12):012d}-{secrets.randbelow(10**12):012d}"
-
-
-def rotate_key(data_dir: Path, archive: str) -> str:
-    """Give ``archive`` a new registration key, kept in ``<data>/keys/`` for every later start.
-
-    While ``ibi local`` runs on ``data_dir``, the new key is registered at its resolver and the
-    Archive switched on again with it first (§4: the administrator re-keys, the Archive proves
-    it); the key file changes only then, so a failure leaves the old key working.
-    """
-    path = data_dir / "keys" / f"{archive}.key"
-    if not path.exists():
-        known = sorted(p.stem for p in (data_dir / "keys").glob("*.key"))
-        raise ValueError(f"no Archive {archive!r} in {data_dir} (its Archives: {known or 'none'})")
-    key = new_registration_key()
-    running = _running(data_dir)
-    if running is not None:
-        from ibi.client import ArchiveClient, ResolverClient, switch_archive
-
-        archive_url = running["archives"].get(archive)
-        if archive_url is None:
-            raise ValueError(f"{archive!r} is not running in this ibi local")
-        client = ArchiveClient(archive_url, sign=False)
-        service = client.service()["archiveserviceibi"]
-        ResolverClient(running["resolver"], sign=False).register(
-            service.get("ibip") or service["rep"], key
-        )
-        answer = switch_archive(client, running["resolver"], key, on=True)
-        if "status.archive included" not in answer:
-            raise RuntimeError(f"{archive} was not switched on with its new key: {answer}")
-    write_private(path, key + "\n")
-    where = "registered at the running resolver" if running else "registered at the next start"
-    return f"{archive}: a new registration key in {path} ({where})"
 
 
 def ibi_command() -> str:
@@ -266,73 +112,6 @@ def ibi_command() -> str:
         return "ibi"
     relative = os.path.relpath(here)
     return relative if not relative.startswith("..") else str(here)
-
-
-def _running(data_dir: Path) -> dict[str, Any] | None:
-    """The URLs of the ``ibi local`` running on ``data_dir`` (None when none holds its lock)."""
-    try:
-        lock = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - closed below
-    except OSError:
-        return None
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:  # held: it runs
-            running: dict[str, Any] = json.loads((data_dir / RUNNING_FILE).read_text())
-            return running
-        return None
-
-
-def mint_store(client: Any) -> DynamoMintStore:
-    """The minting store over a data directory's tables (``client``)."""
-    from functions.minting.store import DynamoMintStore
-
-    return DynamoMintStore(
-        client,
-        state_table=MINTING_TABLES["state"],
-        record_table=MINTING_TABLES["record"],
-        idempotency_table=MINTING_TABLES["idempotency"],
-    )
-
-
-def last_date_in(data_dir: Path, subsystem: str) -> Decimal | None:
-    """The last date ``subsystem`` handed out in ``data_dir``'s tables (None: none there)."""
-    from functions.minting.store import StoreError
-
-    path = data_dir / TABLES_FILE
-    if not path.is_file():
-        return None
-    client = LocalTablesClient(path)
-    try:
-        date: Decimal | None = mint_store(client).last_date(subsystem)
-        return date
-    except (StoreError, sqlite3.Error):  # no minting tables there, or no tables at all
-        return None
-    finally:
-        client.close()
-
-
-def carry_on_after(store: DynamoMintStore, subsystem: str, date: Decimal, granularity: str) -> None:
-    """Advance ``subsystem``'s state to ``date`` unless it is there or later already: every
-    date the temporal distributor hands out from now on comes after ``date``."""
-    from functions.minting.store import StateConflict, StateWrite
-
-    write = StateWrite(
-        subsystem,
-        None,
-        date,
-        granularity,
-        count=0,
-        first=date,
-        # (on the record as the reservation of the dates the other directory handed out)
-        requester="ibi local: the prefix's dates in another data directory",
-    )
-    with contextlib.suppress(StateConflict):  # its own last date is as late or later
-        store.advance(write)
-
-
-class DataDirInUseError(RuntimeError):
-    """The data directory is held by a running ``ibi local``."""
 
 
 @dataclass
@@ -360,6 +139,7 @@ class LocalFederation:
     _settings: dict[str, Any] = field(default_factory=dict)  # each API's, before its workers
     owners: dict[str, str] = field(default_factory=dict)  # prefix → the Archive owning it
     _resolver_settings: Any = None
+    check_links_every: int = 86400  # seconds between link checks of each Archive (0: never)
 
     def start(self) -> LocalFederation:
         quiet_powertools(self.log_level)
@@ -397,8 +177,28 @@ class LocalFederation:
             self.stop()
             raise
         self._supervisor = Supervisor(self._watched())
+        if self.check_links_every:
+            threading.Thread(target=self._check_links, name="link-check", daemon=True).start()
         write_private(self.data_dir / RUNNING_FILE, json.dumps(self.endpoints()) + "\n")
         return self
+
+    def _check_links(self) -> None:
+        """Every ``check_links_every`` seconds, each Archive's external URLs checked, as the
+        scheduled Lambda checks them in AWS (through the API: ``ibi archive check-links``);
+        the first check one period after the start."""
+        from ibi.client import ApiError, ArchiveClient
+
+        while not self._stopped.wait(self.check_links_every):
+            for name, url in self.endpoints()["archives"].items():
+                try:
+                    broken = sum(
+                        run["broken"] for run in ArchiveClient(url, sign=False).check_links()
+                    )
+                except (ApiError, OSError) as error:
+                    print(f"ibi local: {name}'s link check failed: {error}", file=sys.stderr)
+                    continue
+                if broken:
+                    print(f"ibi local: {name}: {broken} broken link(s)", file=sys.stderr)
 
     def endpoints(self) -> dict[str, Any]:
         """Where this federation answers (``running.json`` while it runs: ``rotate_key``)."""
@@ -439,12 +239,11 @@ class LocalFederation:
     def _resolver(self) -> LocalGateway:
         from functions.resolver import wiring
         from functions.resolver.pepper import FilePepper
-        from functions.resolver.registry import ensure_table
         from functions.resolver.settings import ResolverSettings
 
         assert self._tables is not None
         tables = self._tables
-        ensure_table(tables.client(), "ibi-resolver-archives")
+        wiring.ensure_tables(tables.client(), "ibi-resolver-archives")  # and its throttle
         settings = ResolverSettings.from_environment(
             {
                 "IBI_RESOLVER_TABLE": "ibi-resolver-archives",
@@ -664,31 +463,15 @@ class LocalFederation:
                 "IBI_URLKEY_SECRET_FILE": str(self.data_dir / "keys" / f"{name}-urlkey"),
                 # OAI-PMH's page size: the default unless set (a small one in the e2e tests)
                 "IBI_OAI_PAGE_SIZE": os.environ.get("IBI_OAI_PAGE_SIZE", ""),
+                # the only networks its link checker contacts, if set (the e2e tests: loopback)
+                "IBI_LINK_CHECK_NETWORKS": os.environ.get("IBI_LINK_CHECK_NETWORKS", ""),
             }
         )
 
     def _take_data_dir(self) -> None:
-        """An exclusive lock on the data directory for as long as this federation runs: a
-        second ``ibi local`` on it would start stores on the same files and kill the first's."""
-        lock = open(self.data_dir / LOCK_FILE, "a+")  # noqa: SIM115 - held until stop()
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another ibi local"
-            lock.close()
-            raise DataDirInUseError(
-                f"{self.data_dir} is in use by {holder}; stop it, or give --data-dir another "
-                "directory"
-            ) from None
-        ports = ", ".join(
-            str(p) for p in (self.minting_port, *self.archive_ports, self.resolver_port)
-        )
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"ibi local (pid {os.getpid()}, ports {ports})\n")
-        lock.flush()
-        self._lock = lock
+        """The data directory, locked for as long as this federation runs (``datadir.py``)."""
+        ports = (self.minting_port, *self.archive_ports, self.resolver_port)
+        self._lock = lock_data_dir(self.data_dir, ports)
 
     def stop(self) -> None:
         for gateway in self.gateways:

@@ -30,12 +30,13 @@ import secrets
 import shutil
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ibi_tools.local.stores import (
     LOCAL_KEY,
@@ -153,6 +154,17 @@ def ensure_bucket(client: Any, name: str) -> None:
             raise
 
 
+def read_a_kept_object(client: Any) -> None:
+    """Read the first byte of one kept object (the first non-empty one of the first bucket
+    that has one); nothing to read when no object has a byte. Raises what the read raises."""
+    for bucket in client.list_buckets().get("Buckets", []):
+        listed = client.list_objects_v2(Bucket=bucket["Name"], MaxKeys=50).get("Contents", [])
+        kept = next((found["Key"] for found in listed if found.get("Size", 0) > 0), None)
+        if kept is not None:
+            client.get_object(Bucket=bucket["Name"], Key=kept, Range="bytes=0-0")["Body"].read()
+            return
+
+
 class LocalS3(LocalServer):
     """``weed mini`` on loopback keeping its buckets (and their objects) in ``path``.
 
@@ -161,6 +173,9 @@ class LocalS3(LocalServer):
 
     tool = "weed"
     persistent = True
+    # after a SIGTERM `weed mini` sometimes hangs stopping its master and filer (10 s seen
+    # under load); what it acknowledged is on disk (it survives kill -9), so it is not waited on
+    stop_seconds = 3.0
     name = "SeaweedFS"
 
     def __init__(self, path: Path, *, port: int | None = None, log: Path | None = None):
@@ -253,7 +268,26 @@ class LocalS3(LocalServer):
         stop_leftover(self._pidfile, self.tool, self.path)
         self.check_ports()
         super().start()
+        self._wait_until_serving()
         return self
+
+    def _wait_until_serving(self, seconds: float = 20.0) -> None:
+        """Its S3 port opens before its volume server has joined its master: until then a
+        GetObject of a kept object is a 503 (seen just after a ``kill -9`` restart). Ready once
+        one kept object reads back (at once when there is none); nothing is written."""
+        client = self.client()
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                read_a_kept_object(client)
+                return
+            except (ClientError, BotoCoreError):
+                pass
+            if time.monotonic() > deadline:
+                raise LocalStoreError(
+                    f"{self.tool} did not serve its objects within {seconds:.0f} s"
+                )
+            time.sleep(0.1)
 
     def client(self) -> Any:
         """A boto3 S3 client for this server: path-style, SigV4, its own credentials."""

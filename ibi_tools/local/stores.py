@@ -34,7 +34,7 @@ from botocore.config import Config
 
 LOOPBACK = "127.0.0.1"
 LOCAL_REGION = "us-east-1"
-LOCAL_KEY = "local"  # dynalite accepts any credentials; nothing here reaches AWS
+LOCAL_KEY = "local"  # dynalite and moto's server check no signature; nothing here reaches AWS
 
 
 PRIVATE_DIR = 0o700
@@ -251,6 +251,7 @@ class LocalServer:
     """
 
     tool = ""
+    stop_seconds = 10.0  # after a SIGTERM, how long it may take before it is killed
 
     def __init__(self, path: Path, *, port: int | None = None, log: Path | None = None):
         self.path = Path(path).absolute()  # as the leftover check finds it in the command line
@@ -330,7 +331,7 @@ class LocalServer:
             return
         self._process.terminate()
         try:
-            self._process.wait(timeout=10)
+            self._process.wait(timeout=self.stop_seconds)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
@@ -353,7 +354,8 @@ class LocalServer:
 
 
 class Dynalite(LocalServer):
-    """A dynalite server on loopback keeping its tables in ``path``."""
+    """A dynalite server on loopback keeping its tables in ``path``: run only to copy a data
+    directory from before local mode's tables (``federation.copy_from_dynalite``)."""
 
     tool = "dynalite"
 

@@ -33,7 +33,7 @@ class ThreeArchives(LocalRun):
 
     def __init__(self, data_dir: Path, port: int) -> None:
         super().__init__(data_dir, port)
-        self.archive_ports = (*self.archive_ports, free_port())  # type: ignore[assignment]
+        self.archive_ports = (*self.archive_ports, free_port())
         self.archives = [f"http://127.0.0.1:{p}" for p in self.archive_ports]
 
 

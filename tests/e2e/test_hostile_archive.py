@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from functions.resolver import resolving, wiring
-from functions.resolver.registry import ensure_table
 from functions.resolver.resolving import Lookup
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.client import ResolverClient
 from ibi.core.pairlist import encode_query
 from ibi.core.persistent_url import parse_persistent_url
@@ -80,7 +80,7 @@ def settings_of(tmp_path: Path) -> ResolverSettings:
 @pytest.fixture
 def tables(tmp_path: Path) -> LocalTables:
     tables = LocalTables(tmp_path / "tables.sqlite3")
-    ensure_table(tables.client(), "resolver")
+    ensure_tables(tables.client(), "resolver")
     return tables
 
 

@@ -46,7 +46,7 @@ def asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_asset_holds_the_archive_the_core_and_its_wheels(asset: Path) -> None:
     assert (asset / "functions" / "archive" / "handler.py").is_file()
-    assert (asset / "ibi" / "client.py").is_file()  # the Archive mints through it
+    assert (asset / "ibi" / "client" / "minting.py").is_file()  # the Archive mints through it
     assert (asset / "aws_lambda_powertools" / "__init__.py").is_file()
     assert not (asset / "aws_xray_sdk").exists()
     functions = {p.name for p in (asset / "functions").iterdir() if p.is_dir()} - {"__pycache__"}

@@ -84,11 +84,11 @@ def test_construct_owns_one_table_two_buckets_one_function_one_api(template: Tem
     template.resource_count_is("AWS::S3::Bucket", 2)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::ApiGatewayV2::Api", 1)
-    # GET and HEAD public, POST /transfers/confirm and POST /oai public, 21 deposit routes,
+    # GET and HEAD public, POST /transfers/confirm and POST /oai public, 23 deposit routes,
     # the GET and HEAD guards of /api/
-    template.resource_count_is("AWS::ApiGatewayV2::Route", 28)
+    template.resource_count_is("AWS::ApiGatewayV2::Route", 30)
     # API Gateway may invoke the function once per route, from that route only
-    template.resource_count_is("AWS::Lambda::Permission", 28)
+    template.resource_count_is("AWS::Lambda::Permission", 30)
 
 
 def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Template) -> None:
@@ -116,6 +116,8 @@ def test_grant_deposit_allows_execute_api_on_each_deposit_route(template: Templa
         "/*/DELETE/api/transfers",
         "/*/POST/api/item/offers",
         "/*/POST/api/transfers/accept",
+        "/*/POST/api/links/check",
+        "/*/GET/api/links",
         "/*/GET/api/*",
         "/*/HEAD/api/*",
     }

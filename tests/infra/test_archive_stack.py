@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match
 
 from functions.archive.handler import app as archive_app
 from functions.archive.settings import ArchiveSettings
+from functions.archive.store import TABLE_SCHEMA
 from infra.config import DEFAULT_SUBSYSTEMS
 from infra.stacks import ArchiveStack
 from tests.infra.support import Synthesized, actions, arn_of, granted
@@ -51,6 +52,8 @@ DEPOSIT_ROUTE_KEYS = {
     "DELETE /api/transfers",
     "POST /api/item/offers",
     "POST /api/transfers/accept",
+    "POST /api/links/check",
+    "GET /api/links",
 }
 CONFIRM_ROUTE_KEY = "POST /transfers/confirm"  # public: an offer's HMAC authorizes it
 OAI_ROUTE_KEY = "POST /oai"  # public: OAI-PMH's form-body requests (GET /oai too)
@@ -94,9 +97,11 @@ def test_items_table(archive_synthesized: Archive) -> None:
     table = archive_synthesized.resources("AWS::DynamoDB::Table")[table_id]
     assert table["DeletionPolicy"] == "Retain"
     assert table["UpdateReplacePolicy"] == "Retain"
+    # the key schema and OAI-PMH's index as the store makes them locally (store.TABLE_SCHEMA)
     assert table["Properties"] == {
-        "KeySchema": [{"AttributeName": "label", "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": "label", "AttributeType": "S"}],
+        "KeySchema": TABLE_SCHEMA["KeySchema"],
+        "AttributeDefinitions": TABLE_SCHEMA["AttributeDefinitions"],
+        "GlobalSecondaryIndexes": TABLE_SCHEMA["GlobalSecondaryIndexes"],
         "BillingMode": "PAY_PER_REQUEST",
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "SSESpecification": {"SSEEnabled": True},
@@ -291,6 +296,8 @@ def test_function_role_grants_exactly_what_the_function_does(
     }
     assert granted(archive_synthesized.template, role_id) == {
         arn_of(logical_id(stack.archive.items_table)): ITEMS_TABLE_ACTIONS,
+        # OAI-PMH's index: Query, on it alone (not <table>/index/*)
+        arn_of(logical_id(stack.archive.items_table), "/index/oai-datestamp"): {"dynamodb:Query"},
         # published files, uploads until their commit, replaced versions: nothing else
         json.dumps(
             [
@@ -426,9 +433,9 @@ def test_the_stack_holds_an_archive_and_its_own_minting_service(
 ) -> None:
     template = archive_synthesized.template
     template.resource_count_is("AWS::DynamoDB::Table", 4)  # items + minting's three
-    template.resource_count_is("AWS::Lambda::Function", 2)
+    template.resource_count_is("AWS::Lambda::Function", 3)  # and the link check
     template.resource_count_is("AWS::ApiGatewayV2::Api", 2)
-    template.resource_count_is("AWS::Logs::LogGroup", 4)
+    template.resource_count_is("AWS::Logs::LogGroup", 5)
     template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
     minting_routes = {
         route["Properties"]["RouteKey"]

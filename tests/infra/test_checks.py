@@ -77,6 +77,7 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-L1",
         "AwsSolutions-L1",
         "AwsSolutions-L1",  # and the resolver's acknowledgment drain
+        "AwsSolutions-L1",  # and the Archive's link check
         "AwsSolutions-SMG4",  # the Archive's urlkey secret: rotated by hand, AWSPREVIOUS kept
         "AwsSolutions-SMG4",  # the resolver's pepper: rotating it would void every key
     ],
@@ -115,8 +116,8 @@ ACCEPTED_FINDINGS["edge"] = sorted(
         "AwsSolutions-APIG4",  # the minting API's public GET /openapi.json
         "AwsSolutions-APIG4",  # the resolver's GET /<service IBI>, the inclusion protocol
         *(f for f in ACCEPTED_FINDINGS["default"] if f.startswith("AwsSolutions-IAM5[")),
-        *["AwsSolutions-L1"] * 7,  # minting, Archive, resolver, drain, 2 origin checks, canary
-        *[XRAY] * 7,
+        *["AwsSolutions-L1"] * 8,  # minting, Archive, link check, resolver, drain, 2 origin
+        *[XRAY] * 8,  # checks, canary
         "AwsSolutions-SMG4",  # the urlkey secret
         "AwsSolutions-SMG4",  # the pepper
         "AwsSolutions-SMG4",  # the origin-verify secrets: read by the edge when it deploys

@@ -38,7 +38,7 @@ def test_every_recorded_call_is_allowed_by_the_function_s_role(
 ) -> None:
     calls = aws_calls.read(aws_call_log)
     roles = aws_calls.roles(_templates(synthesized_app, everything_app))
-    assert set(roles) == {"minting", "archive", "resolver", "drain"}
+    assert set(roles) == {"minting", "archive", "resolver", "drain", "linkcheck"}
     # integration or e2e tests ran (or this test is not collected): some call was recorded
     assert calls, "no AWS call recorded under a Lambda entry point"
     denied, unused = aws_calls.evaluate(calls, roles)
@@ -70,6 +70,19 @@ def test_the_check_denies_what_no_statement_grants() -> None:
     assert not aws_calls.allowed(
         call("archive", "s3:GetObject", "b/secret/a", ("IBI_BUCKET",)), role
     )
+    # a Query of an index is allowed by a grant on that index, not by one on its table
+    indexed = aws_calls.Role(
+        statements=[({"dynamodb:Query"}, ["<Items>/index/oai-datestamp"])],
+        variables={"IBI_ARCHIVE_TABLE": "<Items>"},
+    )
+    query = call("archive", "dynamodb:Query", "t/index/oai-datestamp", ("IBI_ARCHIVE_TABLE",))
+    assert aws_calls.allowed(query, indexed)
+    on_table = call("archive", "dynamodb:Query", "t", ("IBI_ARCHIVE_TABLE",))
+    assert not aws_calls.allowed(on_table, indexed)
+    table_only = aws_calls.Role(
+        statements=[({"dynamodb:Query"}, ["<Items>"])], variables=indexed.variables
+    )
+    assert not aws_calls.allowed(query, table_only)
     denied, unused = aws_calls.evaluate(
         [call("archive", "dynamodb:DeleteTable", "t", ("IBI_ARCHIVE_TABLE",))], {"archive": role}
     )

@@ -22,7 +22,8 @@ ACCEPTED = {
         "A Lambda dead-letter queue holds failed asynchronous invocations only. The API "
         "functions and the origin check are invoked synchronously by API Gateway (the caller "
         "gets the error); the drain's failures stay in its SQS queue and go to that queue's "
-        "dead-letter queue; the canary's failure is its metric, which pages."
+        "dead-letter queue; the canary's failure is its metric, which pages; the link check's "
+        "failed run is a missed run: the next one starts from the items checked longest ago."
     ),
     "Serverless-LambdaEventSourceMappingDestination": (
         "On-failure destinations exist for stream and Kafka sources, not for SQS: the "
@@ -50,18 +51,19 @@ ACCEPTED = {
     ),
     "Serverless-EventBusDLQ": (
         "The canary's schedule invokes it with no retry on purpose: a run that could not be "
-        "delivered is a missing datum, which the canary's alarm treats as breaching and pages."
+        "delivered is a missing datum, which the canary's alarm treats as breaching and pages. "
+        "The link check's schedule likewise: a run not delivered is checked by the next one."
     ),
 }
 # Where each accepted rule may be reported: a part of the construct's path.
 WHERE = {
-    "Serverless-LambdaDLQ": {"Function", "DrainFunction"},
+    "Serverless-LambdaDLQ": {"Function", "DrainFunction", "LinkCheckFunction"},
     "Serverless-LambdaEventSourceMappingDestination": {"DrainFunction"},
-    "Serverless-LambdaLatestVersion": {"Function", "DrainFunction"},
-    "Serverless-LambdaTracing": {"Function", "DrainFunction"},
+    "Serverless-LambdaLatestVersion": {"Function", "DrainFunction", "LinkCheckFunction"},
+    "Serverless-LambdaTracing": {"Function", "DrainFunction", "LinkCheckFunction"},
     "Serverless-SQSRedrivePolicy": {"AcknowledgmentDeadLetters"},
     "Serverless-SNSRedrivePolicy": {"PageTopic", "TicketTopic"},
-    "Serverless-EventBusDLQ": {"Schedule"},
+    "Serverless-EventBusDLQ": {"Schedule", "LinkCheckSchedule"},
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import threading
@@ -815,8 +816,7 @@ def test_an_unreadable_urlkey_secret_is_a_503_and_writes_nothing(
 
     deposit(invoke, runtime)
     wiring.uninstall()
-    runtime.urlkeys, runtime._site = UrlKeys(Denied()), None
-    wiring.install(runtime)
+    wiring.install(dataclasses.replace(runtime, urlkeys=UrlKeys(Denied())))  # not started
     calls = _dynamodb_calls(runtime)
     answer = invoke("url_request.json")
     assert answer["statusCode"] == 503 and calls[-1] == "BatchGetItem"  # after the bootstrap

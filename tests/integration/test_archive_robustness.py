@@ -149,10 +149,9 @@ def follow(url: str) -> list[tuple[int, str]]:
 
 def start_resolver(tables: Any, tmp_path: Path) -> LocalGateway:
     from functions.resolver import wiring as resolver_wiring
-    from functions.resolver.registry import ensure_table as ensure_registry
     from functions.resolver.settings import ResolverSettings
 
-    ensure_registry(tables.client(), "resolver")
+    resolver_wiring.ensure_tables(tables.client(), "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",

@@ -59,10 +59,9 @@ def _literal(variables: dict[str, Any]) -> dict[str, str]:
 
 def _start_resolver(variables: dict[str, Any], tables: Any, tmp_path: Path) -> LocalGateway:
     from functions.resolver import wiring
-    from functions.resolver.registry import ensure_table
     from functions.resolver.settings import ResolverSettings
 
-    ensure_table(tables.client(), "registry")
+    wiring.ensure_tables(tables.client(), "registry")
     environment = {
         **_literal(variables),
         "IBI_RESOLVER_TABLE": "registry",  # a Ref in the template

@@ -12,8 +12,8 @@ import pytest
 from moto import mock_aws
 
 from functions.resolver import handler, wiring
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi_tools.local.gateway import LocalContext
 
 EVENTS = Path(__file__).parents[2] / "events" / "resolver"
@@ -28,7 +28,7 @@ def event(name: str) -> dict[str, Any]:
 def invoke(tmp_path: Path) -> Iterator[Callable[[str], dict[str, Any]]]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(tmp_path / "pepper")}
         )

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from functions.resolver import wiring
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.client import ApiError, ResolverClient
 from ibi.core.pairlist import encode_query
 from ibi_tools.local.gateway import LocalGateway
@@ -66,7 +66,7 @@ def patient_resolver(local_tables: Any, tmp_path: Path) -> Iterator[str]:
 
 def _resolver(local_tables: Any, tmp_path: Path, **more: str) -> Iterator[str]:
     tables, client = local_tables
-    ensure_table(client, "resolver")
+    ensure_tables(client, "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",

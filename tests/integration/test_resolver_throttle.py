@@ -17,9 +17,10 @@ import pytest
 from moto import mock_aws
 
 from functions.resolver import handler, wiring
-from functions.resolver.registry import Contact, ensure_table
+from functions.resolver.registry import Contact
 from functions.resolver.settings import ResolverSettings
 from functions.resolver.throttle import DynamoThrottle, Tally
+from functions.resolver.wiring import ensure_tables
 from ibi.core.labels import IBI
 from ibi.core.pairlist import encode_query
 from ibi_tools.local.gateway import LocalContext
@@ -78,7 +79,7 @@ def stack(
 ) -> Iterator[tuple[CountingClient, Callable[[dict[str, Any]], dict[str, Any]]]]:
     with mock_aws():
         raw = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(raw, "resolver")
+        ensure_tables(raw, "resolver")
         client = CountingClient(raw)
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(tmp_path / "pepper")}
@@ -156,7 +157,7 @@ def test_wrong_keys_are_counted_per_source_in_the_throttle_table_only(
 def test_the_dynamo_throttle_counts_in_fixed_windows() -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         throttle = DynamoThrottle(client, "resolver-throttle")
         assert throttle.tally("c", now=100) == Tally()
         assert throttle.count_failure("c", now=100, window=60) == Tally(1, 160)
@@ -171,7 +172,7 @@ def test_the_dynamo_throttle_counts_in_fixed_windows() -> None:
 def test_the_generation_moves_with_every_change_and_only_then(tmp_path: Path) -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(tmp_path / "pepper")}
         )

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from functions.resolver import wiring
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi_tools.local.gateway import LocalGateway
 from ibi_tools.local.stores import free_port
 from ibi_tools.local.tables import LocalTables
@@ -55,7 +55,7 @@ def start_resolver(
 ) -> LocalGateway:
     """The resolver's handler behind the gateway stand-in, over local mode's ``tables``, its
     pepper in ``data``, talking to Archives on loopback (the page tests' resolver)."""
-    ensure_table(tables.client(), "resolver")
+    ensure_tables(tables.client(), "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",

@@ -43,7 +43,11 @@ document.querySelectorAll('*').forEach(function (element) {
   });
 });
 document.querySelectorAll('script').forEach(function (script) {
-  if (script.textContent.indexOf('hacked') >= 0) { found.push('script'); }
+  // a JSON-LD data block never runs: the payload may stand in it as a JSON string, but the
+  // block must stay one whole JSON document (a break-out would leave it unparsable)
+  if (script.type === 'application/ld+json') {
+    try { JSON.parse(script.textContent); } catch (e) { found.push('broken ld+json'); }
+  } else if (script.textContent.indexOf('hacked') >= 0) { found.push('script'); }
 });
 document.querySelectorAll('img[src="x"], svg').forEach(function (e) { found.push(e.tagName); });
 if (window.hacked !== undefined) { found.push('window.hacked'); }

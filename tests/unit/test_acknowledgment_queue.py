@@ -26,8 +26,9 @@ from functions.resolver.acknowledgments import Delivery
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Request
 from functions.resolver.queue import LocalQueue, Message
-from functions.resolver.registry import DynamoRegistry, ensure_table
+from functions.resolver.registry import DynamoRegistry
 from functions.resolver.settings import ConfigurationError, DrainSettings, ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.pairlist import PairList, parse_pair_list
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from ibi_tools.local.gateway import LocalContext
@@ -82,7 +83,7 @@ def deployed(tmp_path: Path) -> Iterator[Deployed]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
-        ensure_table(dynamodb, "resolver")
+        ensure_tables(dynamodb, "resolver")
         dead_url = sqs.create_queue(QueueName="acknowledgments-dead")["QueueUrl"]
         dead_arn = sqs.get_queue_attributes(QueueUrl=dead_url, AttributeNames=["QueueArn"])
         redrive = {
@@ -261,7 +262,7 @@ def test_the_drain_lambda_builds_from_its_environment(monkeypatch: pytest.Monkey
     body = json.dumps({"archive": A, "ibi": REPORT, "pairs": [], "correlation_id": "c"})
     message = Message("m-1", "r-1", body, 1)
     with mock_aws():
-        ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "resolver")
+        ensure_tables(boto3.client("dynamodb", region_name="us-east-1"), "resolver")
         response = drain.lambda_handler(drain.sqs_event([message]), None)
     assert response == {"batchItemFailures": []}  # A is not registered there: dropped
 
@@ -312,7 +313,7 @@ def test_without_a_queue_url_the_runtime_drains_a_directory(tmp_path: Path) -> N
     settings = ResolverSettings.from_environment(environment)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(dynamodb, "resolver")
+        ensure_tables(dynamodb, "resolver")
         body = json.dumps({"archive": A, "ibi": REPORT, "pairs": [], "correlation_id": "c"})
         empty = wiring.build(settings, dynamodb=dynamodb)
         assert empty.drainer is not None and empty.drainer._thread is None  # nothing waiting

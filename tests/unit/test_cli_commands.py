@@ -261,7 +261,7 @@ def test_archive_switch_prints_the_answer_or_its_pairs(
         urls.append(url)
         return Raw(200, {}, b"status.archive included\r\nstatus.confirmation successful\r\n")
 
-    monkeypatch.setattr(ibi_client, "http_send", resolver)
+    monkeypatch.setattr(ibi_client.resolver, "http_send", resolver)
     key = tmp_path / "key"
     key.write_text("1234567890-1234567890\n")
     argv = ("archive", "on", "--resolver", "http://r.example/", "--key-file", str(key), *A)

@@ -368,7 +368,7 @@ def synopses() -> dict[str, set[str]]:
                 continue
             names: list[str] = []
             for word in words[1:]:
-                if not re.fullmatch(r"[a-z]+(\|[a-z]+)*", word):
+                if not re.fullmatch(r"[a-z]+(-[a-z]+)*(\|[a-z]+(-[a-z]+)*)*", word):
                     break
                 names.append(word)
             options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line))

@@ -295,12 +295,12 @@ def test_errors_have_a_code_or_a_reason_decoded_text_and_no_none(
 
 
 def test_switch_refusals_are_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ibi.client
+    import ibi.client.resolver
 
     def refuse(*_: Any, **__: Any) -> Raw:
         return Raw(400, {}, b"error {registrationkey: a key is 10%2B digits}\r\n")
 
-    monkeypatch.setattr(ibi.client, "http_send", refuse)
+    monkeypatch.setattr(ibi.client.resolver, "http_send", refuse)
     with pytest.raises(ApiError) as caught:
         send_switch(
             "http://127.0.0.1:9/",

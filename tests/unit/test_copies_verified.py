@@ -40,6 +40,8 @@ from ibi.client import ApiError, Raw
 from ibi.core.holdings import REQUEST_PAIR
 from ibi.core.labels import IBI
 from ibi_tools import cli
+from ibi_tools.cli import archive as cli_archive
+from ibi_tools.cli import deposit as cli_deposit
 from tests.fakes_archive import ArchiveNode, MemoryFederation
 
 RESOLVER = "https://resolver.example.org"
@@ -352,7 +354,7 @@ def test_archive_verify_says_which_copies_are_unverified(
         def verify(self, ibi: str | None) -> Any:
             return iter(entries)
 
-    monkeypatch.setattr(cli, "_archive", lambda args: Archive())
+    monkeypatch.setattr(cli_archive, "archive_client", lambda args: Archive())
     status = cli.main(["archive", "verify", "--endpoint", "http://b.example"])
     out = capsys.readouterr().out.splitlines()
     assert status == cli.EXIT_OK
@@ -372,11 +374,11 @@ def test_deposit_copy_of_warns_when_the_archive_could_not_check_it(
         "ibi": {"ibip": LABEL},
         "original_check": {"status": "unverified", "reason": "no resolver", "at": "x"},
     }
-    cli._warn_unverified(copy_answer)
+    cli_deposit._warn_unverified(copy_answer)
     err = capsys.readouterr().err
     assert "could not check this copy against its original (no resolver)" in err
     assert f"ibi archive verify {LABEL}" in err
-    cli._warn_unverified({**copy_answer, "original_check": {"status": "verified"}})
+    cli_deposit._warn_unverified({**copy_answer, "original_check": {"status": "verified"}})
     assert capsys.readouterr().err == ""
 
 
@@ -390,8 +392,8 @@ def test_deposit_copy_of_reads_the_original_the_resolver_trusts(
         def holdings(self, ibi: str) -> dict[str, Any]:
             return view
 
-    monkeypatch.setattr(cli, "_resolver_client", lambda url, timeout: Resolver())
+    monkeypatch.setattr(cli_deposit, "resolver_client", lambda url, timeout: Resolver())
     args = cli.build_parser().parse_args(
         ["deposit", "x.txt", "--copy-of", LABEL, "--endpoint", "http://b.example"]
     )
-    assert cli._original(args, RESOLVER)["archive"] == "A"
+    assert cli_deposit._original(args, RESOLVER)["archive"] == "A"

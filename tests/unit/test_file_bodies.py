@@ -27,7 +27,7 @@ from functions.archive.settings import ArchiveSettings
 from functions.archive.wiring import Runtime
 from functions.shared import edge
 from ibi import client as ibi_client
-from ibi_tools import cli
+from ibi_tools.cli.common import read_upload
 from ibi_tools.local.gateway import LocalContext
 from tests.fakes import FakeClock
 from tests.fakes_archive import MemoryFileStore, MemoryItemStore, MemoryMinter
@@ -168,7 +168,7 @@ def test_ibi_deposit_declares_a_compressed_file_as_what_it_is(
     tmp_path: Path, name: str, declared: str
 ) -> None:
     (tmp_path / name).write_bytes(b"")
-    assert cli._read(tmp_path / name, name)[2] == declared
+    assert read_upload(tmp_path / name, name)[2] == declared
 
 
 class RefusingUploads(Federation):

@@ -20,8 +20,8 @@ from moto import mock_aws
 
 from functions.resolver import handler, wiring
 from functions.resolver.network import Outcome, Request
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.errors import InvalidInput
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from tests.fakes_resolver import ScriptedTransport
@@ -92,7 +92,7 @@ class Archives(ScriptedTransport):
 def resolver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScriptedTransport]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         pepper = tmp_path_factory.mktemp("resolver") / "pepper"
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(pepper)}

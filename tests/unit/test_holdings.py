@@ -28,8 +28,8 @@ from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
 from functions.resolver.holdings import HoldingsService, prefers_json
 from functions.resolver.network import Outcome, Request
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi import client as ibi_client
 from ibi.client import Raw
 from ibi.core.errors import InvalidInput
@@ -158,10 +158,13 @@ def test_an_unlistable_item_reports_no_file() -> None:
     assert report.default_file is None
 
 
-def test_a_tombstone_and_an_unknown_ibi_report_nothing_more() -> None:
+def test_a_tombstone_reports_what_was_there_and_an_unknown_ibi_nothing() -> None:
     gone = item().tombstone(Decimal(1714564900))
     answer = url_request(protocol(gone), ITEM, "extension.holdings=yes")
-    assert answer.word("state") == "Deleted" and from_pairs(answer) is None
+    report = from_pairs(answer)
+    assert answer.word("state") == "Deleted" and report is not None
+    assert report.state == "Deleted" and report.files == () and report.dc == gone.dc
+    assert report.deleted_at == "2024-05-01T12:01:40Z"  # issue 28: the tombstone's 410 pages
     assert len(url_request(protocol(), ITEM, "extension.holdings=yes")) == 0
 
 
@@ -389,7 +392,7 @@ def routed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ByItem]:
     """The real handler and registry (moto); three Archives registered, scripted answers."""
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(dynamodb, "resolver")
+        ensure_tables(dynamodb, "resolver")
         pepper = tmp_path_factory.mktemp("holdings") / "pepper"
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(pepper)}

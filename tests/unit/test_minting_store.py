@@ -1,7 +1,7 @@
 """The minting store's DynamoDB requests and error translation, over botocore's Stubber.
 
 No moto and no network: each test says which request the store must send and what
-DynamoDB answers (the integration tests run the same store over moto and dynalite).
+DynamoDB answers (the integration tests run the same store over moto and local mode's tables).
 """
 
 from __future__ import annotations

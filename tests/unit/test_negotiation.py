@@ -33,8 +33,8 @@ from signposting.linkheader import find_signposting_http_link
 
 from functions.resolver import bibliography, handler, negotiation, wiring
 from functions.resolver.network import Outcome, Request
-from functions.resolver.registry import ensure_table
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core import citation
 from ibi.core.holdings import Report, to_pairs
 from ibi.core.pairlist import format_pair_list, parse_pair_list
@@ -119,7 +119,7 @@ SCRIPT = {
 def archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         pepper = tmp_path_factory.mktemp("resolver") / "pepper"
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(pepper)}

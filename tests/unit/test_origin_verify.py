@@ -55,7 +55,7 @@ def test_the_handler_reads_the_secret_and_answers(monkeypatch: pytest.MonkeyPatc
     reads: list[str] = []
 
     class Keys:
-        def get(self) -> list[bytes]:
+        def load(self) -> list[bytes]:
             reads.append("read")
             return [CURRENT]
 
@@ -86,10 +86,19 @@ def test_the_secret_is_read_again_after_its_maximum_age(monkeypatch: pytest.Monk
     monkeypatch.setenv("IBI_ORIGIN_SECRET_ARN", "arn:secret")
     monkeypatch.setattr(handler, "SecretKeys", Secrets)
     monkeypatch.setattr(handler.boto3, "client", lambda *args, **kwargs: object())
-    keys = handler.CachedKeys(max_age=300)
-    assert keys.get(now=0) == [b"one"]
-    assert keys.get(now=300) == [b"one"]
-    assert keys.get(now=301) == [b"two"]
+    now = [0.0]
+    keys = handler.CachedKeys(
+        handler.OriginSecret(),
+        name="origin keys",
+        logger=handler.logger,
+        max_age=300,
+        monotonic=lambda: now[0],
+    )
+    assert keys.load() == [b"one"]
+    now[0] = 299
+    assert keys.load() == [b"one"]
+    now[0] = 300
+    assert keys.load() == [b"two"]
 
 
 def _event(authorizer: dict[str, Any] | None) -> APIGatewayProxyEventV2:

@@ -16,9 +16,10 @@ from moto import mock_aws
 from functions.resolver import handler, wiring
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.owners import owners
-from functions.resolver.registry import DynamoRegistry, PrefixTaken, ensure_table
+from functions.resolver.registry import DynamoRegistry, PrefixTaken
 from functions.resolver.service import RegistrationService
 from functions.resolver.settings import ResolverSettings
+from functions.resolver.wiring import ensure_tables
 from ibi.core.errors import InvalidIBI, InvalidInput
 from ibi.core.labels import parse_prefix
 from ibi_tools.local.gateway import LocalContext
@@ -37,7 +38,7 @@ KEY = "1234567890-0987654321"
 def registry() -> Iterator[DynamoRegistry]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         yield DynamoRegistry(client, "resolver")
 
 
@@ -127,7 +128,7 @@ def test_an_excluded_owner_still_owns_its_prefix() -> None:
 def admin(tmp_path: Path) -> Iterator[None]:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, "resolver")
+        ensure_tables(client, "resolver")
         settings = ResolverSettings.from_environment(
             {"IBI_RESOLVER_TABLE": "resolver", "IBI_PEPPER_FILE": str(tmp_path / "pepper")}
         )

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from functions.resolver import handler, wiring
-from functions.resolver.registry import ensure_table
 from functions.resolver.service import RegistrationService
 from functions.resolver.settings import ResolverSettings
-from ibi import client as client_module
+from functions.resolver.wiring import ensure_tables
 from ibi.client import ApiClient, ApiError, Raw, page_text, send_switch
+from ibi.client import resolver as client_module
 from ibi.core.pairlist import encode_query, format_pair_list
 from ibi.defaults import RESOLVER_SERVICE_IBI
 from ibi_tools.local.gateway import LocalContext, build_event
@@ -97,7 +97,7 @@ def test_past_the_cap_the_answer_says_so_and_when_the_window_ends() -> None:
 def resolver(tmp_path: Path) -> Iterator[Callable[[str, str], dict[str, Any]]]:
     """The resolver's handler over local tables (SQLite, no socket), ``ARCHIVE`` registered."""
     client = LocalTables(tmp_path / "tables.sqlite3").client()
-    ensure_table(client, "resolver")
+    ensure_tables(client, "resolver")
     settings = ResolverSettings.from_environment(
         {
             "IBI_RESOLVER_TABLE": "resolver",

@@ -16,9 +16,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from functions.archive.urlkeys import REFRESH_SECONDS, SKEW_SECONDS, UrlKeys
+from functions.archive.urlkeys import SKEW_SECONDS, UrlKeys
 from functions.resolver.acknowledgments import acknowledgment_pairs
-from functions.shared.keys import FileKeys, RandomKeys, SecretKeys
+from functions.shared.keys import REFRESH_SECONDS, FileKeys, RandomKeys, SecretKeys
 from ibi.core.pairlist import encode_query
 from tests.fakes_archive import ArchiveNode, MemoryFederation
 from tests.unit.test_archive_federation import (
@@ -321,7 +321,7 @@ def test_an_item_deleted_after_its_urlkey_was_issued_counts_nothing(
     federation: MemoryFederation,
 ) -> None:
     node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
-    node.store.count_access(REPORT.ibip)  # one access before
+    node.store.count_access(REPORT.ibip, month="2024-05")  # one access before
     node.service.delete(REPORT.ibip)
     assert node.protocol.acknowledge(dict(pairs)).metric == "AcknowledgmentsIgnored"
     assert send(node, pairs) == NOTICE  # and the constant notice, as for any key
@@ -388,7 +388,7 @@ def test_an_unreadable_secret_is_a_503_never_a_500_and_a_refresh_failure_keeps_t
 
 
 def test_every_environment_signs_with_the_new_key_within_15_minutes() -> None:
-    from functions.archive.urlkeys import MAX_AGE_SECONDS
+    from functions.shared.keys import MAX_AGE_SECONDS
 
     source, monotonic = Keys(b"old"), Monotonic()
     keys = UrlKeys(source, monotonic=monotonic)
