@@ -319,9 +319,12 @@ class HoldingsView:
 
     def usage(self) -> Usage:
         """The item's accesses: the sum of what each Archive holding it counted (each counts
-        the resolutions that went to it), over those that report their figures."""
+        the resolutions that went to it), over those that report their figures; never an
+        untrusted claim of the original's (no resolution went to it)."""
         return combined(
-            h.report.usage for h in self.holdings if h.report is not None and h.report.usage
+            h.report.usage
+            for h in self.holdings
+            if h.report is not None and h.report.usage and not h.untrusted_original
         )
 
     def to_mapping(self) -> dict[str, Any]:

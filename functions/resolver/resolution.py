@@ -19,8 +19,8 @@ Decisions where seed 001 is silent (besides spec §7):
   answer never ends such a round early. Editions are only ever added, so an answer that
   knows a next edition knows more than one that does not.
 * ``Deleted`` (410) is answered only when no Archive offers the item otherwise. The alert
-  keeps one tombstone's answer (:class:`Tombstone`; one with the holdings pairs first): what
-  the 410 page and a negotiated citation say was there.
+  keeps one trusted tombstone's answer (:class:`Tombstone`; the owner's first, then one with
+  the holdings pairs): what the 410 page and a negotiated citation say was there.
 * 504 only when no Archive answered at all; an IBI unknown to every Archive that answered
   is 404 even if some Archives did not answer in time.
 * With ``Original`` required, answers are compared on ``state<relation>``: exactly one
@@ -201,9 +201,14 @@ def untrusted_claims(
 
 
 def _tombstone(held: Sequence[ArchiveAnswer], asked: str) -> Tombstone | None:
-    """One tombstone's answer, one that carries the holdings pairs first."""
-    told = sorted((a.pairs for a in held if a.pairs), key=lambda p: "holdings.state" not in p)
-    return Tombstone(_ibi_of(told[0], "ibi") or asked, told[0]) if told else None
+    """One trusted tombstone's answer: the prefix owner's first, then one that carries the
+    holdings pairs. What an untrusted Archive says was there is never shown."""
+    told = sorted(
+        (a for a in held if a.pairs and a.trusted),
+        key=lambda a: (a.trust is not Trust.OWNER, "holdings.state" not in (a.pairs or ())),
+    )
+    pairs = told[0].pairs if told else None
+    return Tombstone(_ibi_of(pairs, "ibi") or asked, pairs) if pairs else None
 
 
 def _leads_onward(answer: PairList, relation: Relation, asked: str) -> bool:

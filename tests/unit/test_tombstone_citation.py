@@ -35,7 +35,7 @@ from functions.archive.service import ArchiveService
 from functions.archive.views import ArchiveViews
 from functions.resolver import bibliography, handler, wiring
 from functions.resolver.network import Outcome, Request
-from functions.resolver.resolution import ArchiveAnswer, Resolver
+from functions.resolver.resolution import ArchiveAnswer, Resolver, Trust
 from functions.resolver.settings import ResolverSettings
 from functions.resolver.wiring import ensure_tables
 from ibi.core import citation
@@ -377,3 +377,36 @@ def test_the_resolution_keeps_the_tombstone_that_says_most() -> None:
     alert = Resolver(ask_all).resolve(parse_persistent_url(f"/{GONE}"), "192.0.2.1")
     assert alert.status == 410 and alert.tombstone is not None  # type: ignore[union-attr]
     assert alert.tombstone.pairs == described and alert.tombstone.ibi == GONE  # type: ignore[union-attr]
+
+
+def test_an_untrusted_archives_tombstone_is_never_what_the_410_shows() -> None:
+    """The owner deleted it and keeps nothing more; a hostile Archive that does not own the
+    prefix answers a tombstone with a description of its own: the 410 shows none of it."""
+    hostile = parse_pair_list(TOMBSTONE.replace("{}", GONE, 1) + format_pair_list(to_pairs(REPORT)))
+    bare = parse_pair_list(TOMBSTONE.replace("{}", GONE, 1))
+
+    def ask_all(ibi: str, pairs: Any, wait: Any = None) -> list[ArchiveAnswer]:
+        return [
+            ArchiveAnswer("liar", "liar.example", hostile, trust=Trust.UNTRUSTED, owner="a"),
+            ArchiveAnswer("a", "a.example", bare, trust=Trust.OWNER, owner="a"),
+        ]
+
+    alert = Resolver(ask_all).resolve(parse_persistent_url(f"/{GONE}"), "192.0.2.1")
+    assert alert.status == 410 and alert.tombstone is not None  # type: ignore[union-attr]
+    assert alert.tombstone.pairs == bare  # type: ignore[union-attr]
+
+
+def test_the_owners_tombstone_comes_before_another_trusted_one() -> None:
+    described = parse_pair_list(
+        TOMBSTONE.replace("{}", GONE, 1) + format_pair_list(to_pairs(REPORT))
+    )
+    owners = parse_pair_list(TOMBSTONE.replace("{}", GONE, 1) + "holdings.state Deleted ")
+
+    def ask_all(ibi: str, pairs: Any, wait: Any = None) -> list[ArchiveAnswer]:
+        return [
+            ArchiveAnswer("b", "b.example", described, trust=Trust.NAMED, owner="a"),
+            ArchiveAnswer("a", "a.example", owners, trust=Trust.OWNER, owner="a"),
+        ]
+
+    alert = Resolver(ask_all).resolve(parse_persistent_url(f"/{GONE}"), "192.0.2.1")
+    assert alert.tombstone is not None and alert.tombstone.pairs == owners  # type: ignore[union-attr]

@@ -249,3 +249,21 @@ def test_an_archive_that_does_not_report_figures_adds_nothing() -> None:
     view = HoldingsView("X", [holding_of(ArchiveAnswer("A", "x.example.org", pairs))])
     assert view.to_mapping()["usage"] == {"total": 0, "months": {}}
     assert "usage" not in view.to_mapping()["archives"][0]  # no extension: no report at all
+
+
+def test_an_untrusted_claim_of_the_original_adds_nothing_to_the_sum() -> None:
+    from functions.resolver.resolution import ArchiveAnswer, Trust
+
+    def answer(archive: str, total: int, trust: Trust) -> ArchiveAnswer:
+        pairs = parse_pair_list(
+            "state Original\r\nibi {ibip X}\r\nurl https://x.example.org/\r\n"
+            f"holdings.state Original\r\nholdings.accesses {total}\r\n"
+            f"holdings.accessesbymonth {{2026-11 {total}}}\r\n"
+        )
+        return ArchiveAnswer(archive, f"{archive}.example.org", pairs, trust=trust, owner="A")
+
+    view = HoldingsView(
+        "X",
+        [holding_of(answer("A", 3, Trust.OWNER)), holding_of(answer("L", 10**6, Trust.UNTRUSTED))],
+    )
+    assert view.to_mapping()["usage"] == {"total": 3, "months": {"2026-11": 3}}
