@@ -176,7 +176,9 @@ class LocalFederation:
         except BaseException:
             self.stop()
             raise
-        self._supervisor = Supervisor(self._watched())
+        self._supervisor = Supervisor(self._watched(), stopping=self._stopping.is_set)
+        if self._s3 is not None:
+            self._s3.cancelled = self._stopping.is_set  # a restart's wait ends with a stop
         if self.check_links_every:
             threading.Thread(target=self._check_links, name="link-check", daemon=True).start()
         write_private(self.data_dir / RUNNING_FILE, json.dumps(self.endpoints()) + "\n")

@@ -277,7 +277,7 @@ class LocalS3(LocalServer):
         one kept object reads back (at once when there is none); nothing is written."""
         client = self.client()
         deadline = time.monotonic() + seconds
-        while True:
+        while not self.cancelled():  # (a stop of ibi local ends the wait)
             try:
                 read_a_kept_object(client)
                 return

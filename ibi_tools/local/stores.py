@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -190,9 +191,14 @@ def find_node_tool(name: str) -> Path:
     )
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def wait_for_port(
+    port: int,
+    process: subprocess.Popen[bytes],
+    timeout: float = 20.0,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not cancelled():
         if process.poll() is not None:
             name = Path(str(process.args[0] if isinstance(process.args, list) else "")).name
             raise LocalStoreError(f"{name or 'the store'} exited with status {process.returncode}")
@@ -259,6 +265,8 @@ class LocalServer:
         self.log = Path(log).absolute() if log is not None else None
         self._process: subprocess.Popen[bytes] | None = None
         self._copier: threading.Thread | None = None
+        # whether ``ibi local`` is being stopped: a (re)start waiting for the server gives up
+        self.cancelled: Callable[[], bool] = lambda: False
 
     def arguments(self) -> list[str]:
         raise NotImplementedError
@@ -311,7 +319,7 @@ class LocalServer:
             )
             self._copier.start()
         write_private(self._pidfile, f"{self._process.pid}\n")
-        wait_for_port(self.port, self._process)
+        wait_for_port(self.port, self._process, cancelled=self.cancelled)
         return self
 
     def exit_status(self) -> str | None:

@@ -65,10 +65,12 @@ class Supervisor:
         *,
         clock: Callable[[], float] = time.monotonic,
         say: Callable[[str], object] | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.watched = watched
         self._clock = clock
         self._say = say or _to_stderr
+        self._stopping = stopping  # once true, nothing is started again (it is being stopped)
 
     def check(self) -> int:
         """One look: restart what died. How many processes were restarted.
@@ -77,6 +79,8 @@ class Supervisor:
         """
         restarted = 0
         for watched in self.watched:
+            if self._stopping():  # a stop's signal reached its processes too: not a death
+                return restarted
             ended = watched.dead()
             if not ended:
                 continue

@@ -77,3 +77,13 @@ def test_nothing_kept_is_ready_at_once() -> None:
 
 def test_weed_is_not_waited_on_for_long_after_a_sigterm() -> None:
     assert LocalS3.stop_seconds <= 3.0  # it survives kill -9: what it acknowledged is on disk
+
+
+def test_the_wait_ends_when_ibi_local_is_being_stopped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    server = WakingServer(10**9, [{"Key": "kept", "Size": 1}])
+    local = waiting(server, monkeypatch, tmp_path)
+    local.cancelled = lambda: len(server.reads) >= 2
+    local._wait_until_serving(seconds=3600)  # returns: no error, no hour-long wait
+    assert len(server.reads) == 2

@@ -200,3 +200,14 @@ def test_the_data_directory_is_made_private_unless_it_holds_other_things(tmp_pat
         (project / "README").write_text("mine\n")
         prepare_data_dir(project)
         assert mode(project) == 0o755 and mode(project / "keys") == 0o700
+
+
+def test_nothing_is_started_again_once_ibi_local_is_being_stopped() -> None:
+    """The stop's SIGTERM reaches the store too (one process group): its end is no death."""
+    seaweed = FakeStore("SeaweedFS")
+    stopping = [False]
+    watched = [Watched(seaweed.name, seaweed.dead, seaweed.restart)]
+    supervisor = Supervisor(watched, say=lambda _: None, stopping=lambda: stopping[0])
+    stopping[0] = True
+    seaweed.alive = False
+    assert supervisor.check() == 0 and seaweed.starts == 0
