@@ -67,6 +67,19 @@ def _split(url: str) -> SplitResult:
         raise ApiError(0, f"{url[:200]!r} is not a URL ({error})") from None
 
 
+def _pinned(
+    policy: AddressPolicy, split: SplitResult, timeout: float
+) -> tuple[http.client.HTTPConnection, str]:
+    """A connection to ``split``'s host at the address ``policy`` vetted (and only there),
+    and the request's target. Raises what :meth:`AddressPolicy.vet` raises."""
+    secure = split.scheme == "https"
+    port = split.port or (443 if secure else 80)
+    host = split.hostname or ""
+    ip = policy.vet(host, port)
+    connection = (_PinnedHTTPS if secure else _PinnedHTTP)(host, port, ip, timeout)
+    return connection, (split.path or "/") + (f"?{split.query}" if split.query else "")
+
+
 def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES) -> Transport:
     """An ``ibi.client`` transport that contacts only what ``policy`` permits."""
 
@@ -83,14 +96,10 @@ def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES
         host = split.hostname
         if split.scheme not in {"http", "https"} or not host:
             raise RefusedAddress(f"{url[:200]!r} is not an http(s) URL")
-        secure = split.scheme == "https"
         try:
-            port = split.port or (443 if secure else 80)
-            ip = policy.vet(host, port)
+            connection, target = _pinned(policy, split, timeout)
         except (UnsafeAddress, ValueError) as error:
             raise RefusedAddress(f"will not contact {where or host}: {error}") from None
-        connection = (_PinnedHTTPS if secure else _PinnedHTTP)(host, port, ip, timeout)
-        target = (split.path or "/") + (f"?{split.query}" if split.query else "")
         try:
             connection.request(method, target, body=data or None, headers=headers or {})
             response = connection.getresponse()
@@ -213,19 +222,15 @@ class LinkFetcher:
     def __call__(self, method: str, url: str, *, timeout: float) -> Reply:
         try:
             split = urlsplit(url)
-            host, port = split.hostname or "", split.port
+            host, _ = split.hostname or "", split.port
         except ValueError:
             raise FetchFailed(Problem.NOT_A_URL, f"{url[:200]!r} is not a URL") from None
-        secure = split.scheme == "https"
-        port = port or (443 if secure else 80)
         try:
-            ip = self._policy.vet(host, port)
+            connection, target = _pinned(self._policy, split, timeout)
         except Unresolvable as error:
             raise FetchFailed(Problem.DNS, str(error)) from None
         except (UnsafeAddress, ValueError) as error:
             raise FetchFailed(Problem.REFUSED_ADDRESS, f"not contacted: {error}") from None
-        connection = (_PinnedHTTPS if secure else _PinnedHTTP)(host, port, ip, timeout)
-        target = (split.path or "/") + (f"?{split.query}" if split.query else "")
         headers = {"User-Agent": self._user_agent, "Accept": "*/*"}
         try:
             connection.request(method, target, headers=headers)

@@ -40,6 +40,7 @@ ALERT_METRICS = {
     404: "Resolution404",
     409: "Resolution409",
     410: "Resolution410",
+    502: "Resolution502",
     504: "Resolution504",
 }
 
@@ -133,7 +134,7 @@ class ResolvingService:
         metrics.add_metric(name="ResolutionMs", unit=MetricUnit.Milliseconds, value=elapsed_ms)
         if isinstance(result, Alert):
             metrics.add_metric(
-                name=ALERT_METRICS.get(result.status, f"Resolution{result.status}"),
+                name=ALERT_METRICS[result.status],
                 unit=MetricUnit.Count,
                 value=1,
             )
