@@ -12,7 +12,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from ibi_tools.local.stores import LOOPBACK, free_port
+from ibi_tools.local.stores import LOOPBACK, free_port, free_ports
 from tests.e2e.support import IBI, LocalRun
 
 
@@ -31,6 +31,9 @@ def _local(data_dir: Path, *ports: int) -> subprocess.CompletedProcess[str]:
             f"{archive_a},{archive_b}",
             "--resolver-port",
             str(resolver),
+            # a block found free, not --port's +100 (a port of which another test may hold)
+            "--s3-port",
+            str(free_ports(10)),
         ],
         capture_output=True,
         text=True,
