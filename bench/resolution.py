@@ -20,10 +20,11 @@ from typing import Any
 from bench.archives import FakeArchives, FakeSpec
 from bench.common import plot, save, summary_ms
 from functions.resolver import wiring
+from functions.resolver.authority import ArchiveAnswer
 from functions.resolver.fanout import LocationHints
 from functions.resolver.network import Endpoint
 from functions.resolver.registry import Contact
-from functions.resolver.resolution import ArchiveAnswer, Resolver
+from functions.resolver.resolution import Resolver
 from functions.resolver.settings import ResolverSettings
 from functions.resolver.wiring import ensure_tables
 from ibi.core.persistent_url import parse_persistent_url

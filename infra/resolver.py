@@ -38,6 +38,9 @@ REGISTRY_ACTIONS = (
 )
 # throttle.py: the counters of wrong registration keys, read and counted; never scanned.
 THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+# kept.py: what each authority last answered, read when it does not answer, written when its
+# answer changed (or a day after it was last written); never scanned.
+KEPT_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 # pepper.py's SecretPepper.load reads the secret's value, once per execution environment
 # (wiring.py builds the registration service with it).
 PEPPER_ACTIONS = ("secretsmanager:GetSecretValue",)
@@ -103,18 +106,7 @@ class Resolver(LambdaService):
         super().__init__(scope, construct_id)
         if (domain_name is None) != (certificate_arn is None):
             raise ValueError("domain_name and certificate_arn go together, or neither is given")
-        self.registry_table = self._add_table(
-            "RegistryTable",
-            partition_key="service",
-            time_to_live_attribute="expires_at",
-            actions=REGISTRY_ACTIONS,
-        )
-        self.throttle_table = self._add_table(
-            "ThrottleTable",
-            partition_key="counter",
-            time_to_live_attribute="expires_at",
-            actions=THROTTLE_ACTIONS,
-        )
+        self._add_tables()
         self.pepper = secretsmanager.Secret(
             self,
             "Pepper",
@@ -132,13 +124,15 @@ class Resolver(LambdaService):
             handler=HANDLER,
             description="The IBI resolver: persistent URLs, Archive registration, pages",
             role_description=(
-                "The resolver Lambda: its log group, registry and throttle tables, pepper, X-Ray"
+                "The resolver Lambda: its log group, registry, throttle and kept answers' "
+                "tables, pepper, X-Ray"
             ),
             memory_size=MEMORY_MB,
             timeout=TIMEOUT,
             environment={
                 "IBI_RESOLVER_TABLE": self.registry_table.table_name,
                 "IBI_THROTTLE_TABLE": self.throttle_table.table_name,
+                "IBI_KEPT_TABLE": self.kept_table.table_name,
                 "IBI_RESOLVER_SERVICE_IBI": service_ibi,
                 "IBI_PEPPER_SECRET_ARN": self.pepper.secret_arn,
                 "IBI_ARCHIVE_TIMEOUT_SECONDS": str(ARCHIVE_TIMEOUT_SECONDS),
@@ -165,6 +159,27 @@ class Resolver(LambdaService):
         if domain_name is not None and certificate_arn is not None:
             self.domain = self._add_domain(domain_name, certificate_arn)
         self._acknowledge_findings()
+
+    def _add_tables(self) -> None:
+        """The registry, the wrong-key counters and the authorities' kept answers."""
+        self.registry_table = self._add_table(
+            "RegistryTable",
+            partition_key="service",
+            time_to_live_attribute="expires_at",
+            actions=REGISTRY_ACTIONS,
+        )
+        self.throttle_table = self._add_table(
+            "ThrottleTable",
+            partition_key="counter",
+            time_to_live_attribute="expires_at",
+            actions=THROTTLE_ACTIONS,
+        )
+        self.kept_table = self._add_table(
+            "KeptTable",
+            partition_key="request",
+            time_to_live_attribute="expires_at",
+            actions=KEPT_ACTIONS,
+        )
 
     def _add_acknowledgment_queue(self) -> None:
         """The durable queue acknowledgments wait in (encrypted, TLS only), and its DLQ."""

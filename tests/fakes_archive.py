@@ -413,7 +413,9 @@ class ArchiveNode:
     """One whole Archive in memory, as a federation sees it: its items and files, its deposit
     logic, its pages and its protocol (``ProtocolService.answer``, the text the resolver gets)."""
 
-    def __init__(self, name: str, service_date: Decimal, *, own: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, service_date: Decimal, *, own: tuple[str, ...], ip: str = "192.0.2.20"
+    ) -> None:
         from functions.archive.content import ContentService
         from functions.archive.protocol import ArchiveIdentity, ProtocolService
         from functions.archive.service import ArchiveService
@@ -422,7 +424,7 @@ class ArchiveNode:
 
         self.name = name
         self.address = f"{name}.example.org"
-        label = IBI.build(service_date, host=self.address, ip="192.0.2.20")
+        label = IBI.build(service_date, host=self.address, ip=ip)
         self.service_ibi = Forms(rep=label.rep, ibip=label.ibip)
         self.clock = FakeClock(Decimal(1795473000))
         self.store = MemoryItemStore()
@@ -487,7 +489,7 @@ class MemoryFederation:
         return self.nodes[name]
 
     def ask_all(self, ibi: str, pairs: Any, enough: Any = None) -> list[Any]:
-        from functions.resolver.resolution import ArchiveAnswer
+        from functions.resolver.authority import ArchiveAnswer
         from ibi.core.pairlist import encode_query, parse_pair_list
 
         answers = []

@@ -25,8 +25,13 @@ Decisions (where seed 001 is silent):
   is only a file, never answers for oai_dc. ``.metadata`` (no format): the free-format link,
   the record kept in the item, then the oai_dc link.
 * An item with a damaged file (bytes that failed their SHA-256, found when serving or by
-  ``verify``) is not offered: the answer is empty, as if not held, so that the resolver takes
-  a good copy elsewhere; as a related item it is named by its IBI only (``ibi…``, no URL).
+  ``verify``) is not offered: the answer names it, its state, timestamp and next edition, and
+  no URL (no urlkey), so that the resolver, for which this Archive may be the authority, knows
+  it exists and takes a copy whose files match the ones listed here (issue 34); as a related
+  item it is named by its IBI only (``ibi…``, no URL).
+* When a relation leads to an item held elsewhere part of the way (``+(pt-BR):`` with the
+  translation in another Archive), the ``ibi…`` pair of the part followed is answered
+  (``ibi.translation(pt-BR)``), so that the resolver asks that item's own Archive for the rest.
 * Related items are looked up by every form of their IBI (``rep`` and ``ibip``).
 * ``acknowledgment`` always answers the constant ``notice {acknowledgment received}``
   (Algorithm 1); it counts one access only for a fresh urlkey this Archive issued and never
@@ -124,6 +129,18 @@ class Evaluator:
                 return None
             target = self._step(target, step)
         return target
+
+    def partway(self, item: Item, relation: Relation) -> tuple[int, Forms] | None:
+        """How many steps of ``relation`` lead to an item held elsewhere, and its IBI, when
+        ``follow`` cannot go the whole way (module notes); None otherwise."""
+        target: Target | None = Target(ibi=item.ibi, item=item)
+        for done, step in enumerate(relation.steps):
+            if target is None:
+                return None
+            if target.item is None and target.inline_metadata_of is None:
+                return (done, target.ibi) if done and target.ibi is not None else None
+            target = self._step(target, step)
+        return None
 
     def _step(self, target: Target, step: Verb) -> Target | None:
         if target.inline_metadata_of is not None:
@@ -251,7 +268,7 @@ def make_url_list(
     ``urlkey(targets)`` issues the key, given each URL offered and the key of its item.
     """
     item = holdings(label)
-    if item is None or (item.damaged and not item.deleted):
+    if item is None:
         return PairList(), None
     pairs: list[tuple[str, str | tuple[str, ...]]] = [
         ("archiveaddress", identity.address),
@@ -265,12 +282,20 @@ def make_url_list(
         return PairList(sorted(pairs)), item
     if item.next_edition is not None:
         pairs.append(("ibi.nextedition", tuple(item.next_edition.words())))
+    if item.damaged:  # known, not offered: the resolver looks for a verified copy
+        pairs += [("state", item.state.value), ("timestamp", item.iso_timestamp)]
+        return PairList(sorted(pairs)), None
     evaluator = Evaluator(holdings)
     targets: dict[str, str] = {}
     seen: set[str] = {"ibi"}
     for relation in relations:
         target = evaluator.follow(item, relation)
         if target is None:
+            partway = evaluator.partway(item, relation)
+            name = Relation(relation.steps[: partway[0]]).pair_name("ibi") if partway else ""
+            if partway is not None and name not in seen:
+                pairs.append((name, tuple(partway[1].words())))
+                seen.add(name)
             continue
         if target.ibi is not None and relation.pair_name("ibi") not in seen:
             pairs.append((relation.pair_name("ibi"), tuple(target.ibi.words())))

@@ -37,10 +37,11 @@ from aws_lambda_powertools import Logger, Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from functions.resolver.authority import MAX_RECORD_HOPS, ArchiveAnswer, Trust
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Endpoint, Lead, Outcome, Request, Result, Transport
 from functions.resolver.registry import RegisteredArchive
-from functions.resolver.resolution import ArchiveAnswer, AskAll, Check, Patience, Trust
+from functions.resolver.resolution import AskAll, Check, Patience, never
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList
@@ -50,7 +51,6 @@ logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
 
 DEADLINE_SHARE = 0.8  # of the resolution's deadline, for one round
-MAX_RECORD_HOPS = 4  # transfer records followed from the owner, one Archive each
 # The owner's head start (OwnerPace; measured in BENCHMARKS.md, "Owners at scale"): twice the
 # slowest of its last 16 answers, within 0.5 s and 1 s; 1 s before it was heard from. Each
 # hedge that fires costs a request to every other Archive, so the floor sits above an
@@ -210,31 +210,31 @@ class FanOut:
         *,
         correlation_id: str = "",
     ) -> list[ArchiveAnswer]:
-        """urlRequest ``pairs`` to every included Archive; the owner (then the Archives its
-        transfer records name), or else the hinted one, first and alone (module notes).
+        """urlRequest ``pairs`` about ``ibi``; each answer says what its Archive is for ``ibi``.
 
-        With ``patience`` None every Archive is waited for (up to the deadline). Each answer
-        says whether its Archive is trusted for ``ibi``.
+        For an owned prefix (``patience`` given, not ``everyone``): the owner, then the
+        Archives its transfer records name, each alone; the others only when the owner does
+        not answer (module notes). With ``patience`` None, or ``everyone``: every included
+        Archive at once, waited for as it says (None: every one).
         """
         archives = self.directory.included()
         owner = self.directory.owner_of(ibi)
         message = [("servicesubject", "urlRequest"), *pairs]
-        if patience is not None and owner is not None:
-            asked, everyone = self._owner_first(
-                owner,
-                archives,
-                message=message,
-                correlation_id=correlation_id,
-                ibi=ibi,
-                patience=patience,
+        if owner is not None and patience is not None and not patience.everyone:
+            asked = self._owner_first(
+                owner, archives, message=message, correlation_id=correlation_id, ibi=ibi
             )
-            if everyone or any(_meets(a, patience.preferred) and a.trusted for a in asked):
+            if any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
                 return asked
+            # The authority did not answer: everyone else, for the degraded answer.
             done = {a.archive for a in asked}
-            archives = [a for a in archives if a.service_ibi not in done]
-            other = _other(patience)
-            more = self._round(archives, message, correlation_id, ibi, other, grace=self.grace)
-            return self._trusted(ibi, owner, asked + more)
+            rest = [a for a in archives if a.service_ibi not in done]
+            more = self._round(rest, message, correlation_id, ibi, None, grace=0.0) if rest else []
+            return self._with_owner(ibi, owner, asked + more)
+        if patience is not None and patience.everyone:
+            enough = None if patience.usable is never else patience.usable
+            answers = self._round(archives, message, correlation_id, ibi, enough, grace=self.grace)
+            return self._with_owner(ibi, owner, answers) if owner is not None else answers
         asked = []
         # Only when one answer may settle the round (never when every claim must be seen).
         likely = self.hints.likely(ibi) if patience is not None and owner is None else None
@@ -247,25 +247,14 @@ class FanOut:
                 return asked
             archives = [a for a in archives if a.service_ibi != likely]
         enough = patience.usable if patience is not None else None
-        # The original's answer ends the round at once, unless two Archives were seen claiming
-        # it: then the others get the grace, so that the conflict is heard and named.
-        best, late = None, None
-        if patience is not None:
-            late = self._late_claims(ibi, patience.preferred)
-            if not self.hints.doubted(ibi):
-                best = patience.preferred
+        # Every claim of the original heard within the grace (two are a conflict, and the
+        # choice between them is the same every time); a second one heard late is remembered.
+        late = self._late_claims(ibi, patience.preferred) if patience is not None else None
         answers = asked + self._round(
-            archives,
-            message,
-            correlation_id,
-            ibi,
-            enough,
-            grace=self.grace,
-            at_once=best,
-            late=late,
+            archives, message, correlation_id, ibi, enough, grace=self.grace, late=late
         )
         if owner is not None:  # every claim heard (patience None): each one checked
-            return self._trusted(ibi, owner, answers)
+            return self._with_owner(ibi, owner, answers)
         if patience is not None:
             self._learn(ibi, answers, patience.preferred)
         return answers
@@ -278,50 +267,49 @@ class FanOut:
         message: list[tuple[str, str]],
         correlation_id: str,
         ibi: str,
-        patience: Patience,
-    ) -> tuple[list[ArchiveAnswer], bool]:
-        """The owner alone for its head start, and everyone else too if it has not answered by
-        then; then each Archive a trusted transfer record names, alone, while no trusted answer
-        is the original's (at most :data:`MAX_RECORD_HOPS` records). The answers, and whether
-        everyone was asked."""
+    ) -> list[ArchiveAnswer]:
+        """The owner alone for its head start, and everyone else too if it has not answered
+        by then; the owner's answer, whatever it is, ends the round. Then each Archive a
+        trusted transfer record names, alone (at most :data:`MAX_RECORD_HOPS` records)."""
         included = {a.service_ibi: a for a in archives}
         first = included.get(owner.service_ibi)
         if first is None:
-            return [], False
-        preferred = patience.preferred
-
-        def settles(pairs: PairList) -> bool:  # the owner's word: the original, or where it went
-            return preferred(pairs) or moved_to(pairs) is not None
-
-        lead = Lead(first.service_ibi, self.pace.head_start(first.service_ibi), settles)
+            return []
+        lead = Lead(first.service_ibi, self.pace.head_start(first.service_ibi), _any_answer)
         round_ = [first, *(a for a in archives if a is not first)]
-        outcomes = self._exchange(
-            round_, message, correlation_id, _other(patience), self.grace, lead=lead
-        )
+        outcomes = self._exchange(round_, message, correlation_id, None, 0.0, lead=lead)
         self._pace(first, outcomes)
-        everyone = len(round_) > 1 and all(o.result is not Result.NOT_ASKED for o in outcomes)
-        if everyone:
+        if len(round_) > 1 and all(o.result is not Result.NOT_ASKED for o in outcomes):
             metrics.add_metric(name="OwnerHedged", unit=MetricUnit.Count, value=1)
         asked = self._trusted(ibi, owner, self._answers(outcomes, round_, ibi))
-        claimed = any(_meets(a, preferred) and not a.trusted for a in asked)
-        if claimed and lead.head_start > 0 and self._unheard(first, asked):
-            # A claim of the original while the owner's word is not in: it decides, waited for.
-            again = self._exchange([first], message, correlation_id, None, 0.0)
-            self._pace(first, again)
-            asked = self._trusted(ibi, owner, asked + self._answers(again, [first], ibi))
         for _ in range(MAX_RECORD_HOPS):
-            if any(_meets(a, preferred) and a.trusted for a in asked):
-                metrics.add_metric(name="OwnerFirstHit", unit=MetricUnit.Count, value=1)
-                break
             following = self._named(asked, included)
             if following is None:
                 break
             more = self._round([following], message, correlation_id, ibi, None, grace=0.0)
             asked = self._trusted(ibi, owner, asked + more)
-        return asked, everyone
+        if any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
+            metrics.add_metric(name="OwnerFirstHit", unit=MetricUnit.Count, value=1)
+        return asked
 
-    def _unheard(self, owner: RegisteredArchive, answers: list[ArchiveAnswer]) -> bool:
-        return all(a.archive != owner.service_ibi for a in answers)
+    def _with_owner(
+        self, ibi: str, owner: RegisteredArchive, answers: list[ArchiveAnswer]
+    ) -> list[ArchiveAnswer]:
+        """``answers`` with their trust, and the owner's outcome among them even when it was
+        not asked (switched off): the resolution knows whose word was missing."""
+        answers = self._trusted(ibi, owner, answers)
+        if any(a.archive == owner.service_ibi for a in answers):
+            return answers
+        problem = "switched off" if not owner.included else "not asked"
+        missing = ArchiveAnswer(
+            owner.service_ibi,
+            owner.address or "",
+            None,
+            problem,
+            trust=Trust.OWNER,
+            owner=owner.service_ibi,
+        )
+        return [missing, *answers]
 
     def _pace(self, owner: RegisteredArchive, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
@@ -461,16 +449,9 @@ class FanOut:
         return ArchiveAnswer(outcome.key, archive.address or "", outcome.pairs, outcome.problem)
 
 
-def _other(patience: Patience) -> Check:
-    """A usable answer that is not the original's: once the owner was asked, the original's
-    answer is not to come from anyone else (a claim of it ends no round, ``resolution.py``),
-    and only an answer of another kind (a copy's) starts the grace."""
-    usable, preferred = patience.usable, patience.preferred
-
-    def other(answer: PairList) -> bool:
-        return usable(answer) and not preferred(answer)
-
-    return other
+def _any_answer(_: PairList) -> bool:
+    """The owner's answer, whatever it says, is the authority's word: it ends the round."""
+    return True
 
 
 def archive_failure(archive: str) -> None:

@@ -24,7 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.resolver import negotiation, pages, wiring
 from functions.resolver.errors import RegistryError
 from functions.resolver.registry import PrefixTaken
-from functions.resolver.resolving import Lookup, Redirect
+from functions.resolver.resolving import Lookup, Redirect, degraded_note
 from functions.resolver.service import UnknownArchive
 from functions.shared import openapi
 from functions.shared.edge import (
@@ -66,7 +66,7 @@ ROUTES: Routes = {  # the routes below of a fixed path, and their methods (405s 
 
 TEXT_UTF8 = "text/plain; charset=utf-8"
 REGISTRATION_FIELDS = {"archiveserviceibi", "registrationkey"}
-REGISTRATION_OPTIONS = {"prefixes"}
+REGISTRATION_OPTIONS = {"prefixes", "share_prefix"}
 PREFIX_FIELDS = {"archiveserviceibi", "add", "remove"}
 EXAMPLES = [
     "8JMKD3MGP8W/35MME4E",
@@ -99,6 +99,7 @@ def alert(
     persistent_url: str | None = None,
     holdings: str | None = None,
     tombstone: Record | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response[str]:
     """An alert as a page, or as text for a client that prefers ``text/plain``; a 410's with
     what its tombstone says was there."""
@@ -106,8 +107,8 @@ def alert(
         status, title, message, list(details), persistent_url, holdings, tombstone=tombstone
     )
     if pages.wants_text(app.current_event.headers.get("accept")):
-        return text_response(status, view.text(), content_type=TEXT_UTF8)
-    return _page(status, view.page())
+        return text_response(status, view.text(), content_type=TEXT_UTF8, **(headers or {}))
+    return html_response(status, view.page(), **{**pages.PAGE_HEADERS, **(headers or {})})
 
 
 def client_ips(event: Any) -> str:
@@ -250,6 +251,7 @@ def register() -> Response[str]:
             str(data["archiveserviceibi"]),
             str(data["registrationkey"]),
             data.get("prefixes", []),
+            share_prefix=data.get("share_prefix") is True,
         )
     except InvalidInput as error:
         if error.part == "prefixes":  # well-formed JSON, a prefix that is none
@@ -338,15 +340,17 @@ def persistent_url() -> Response[str]:
     found = result.alert
     record = tombstone_record(found.tombstone)
     if record is not None and wanted is not None:
-        return answer_withdrawn(record, wanted)
+        return answer_withdrawn(record, wanted, result.headers)
+    note = degraded_note(found.degraded)
     return alert(
         found.status,
         found.title,
-        found.message,
-        details=found.suspects,
+        found.message + (" " + note if note else ""),
+        details=(*found.suspects, *found.copies),
         persistent_url=result.persistent_url,
         holdings=url.ibi.label,  # who holds it: linked from every alert of a resolution
         tombstone=record,
+        headers=result.headers,
     )
 
 
@@ -358,11 +362,13 @@ def tombstone_record(tombstone: Tombstone | None) -> Record | None:
     return negotiation.record_of(tombstone.pairs, persistent_url=cite_as, ibi=tombstone.ibi)
 
 
-def answer_withdrawn(record: Record, wanted: str) -> Response[str]:
+def answer_withdrawn(
+    record: Record, wanted: str, more: dict[str, str] | None = None
+) -> Response[str]:
     """A deleted IBI's citation in the type asked, with its withdrawn note: still a 410."""
     metrics.add_metric(name="NegotiatedAnswers", unit=MetricUnit.Count, value=1)
     body = negotiation.render(wanted, record)
-    headers = {"Cache-Control": "no-cache", "Vary": "Accept"}
+    headers = {"Cache-Control": "no-cache", "Vary": "Accept", **(more or {})}
     return text_response(410, body, content_type=negotiation.content_type(wanted), **headers)
 
 

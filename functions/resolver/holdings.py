@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from functions.resolver.authority import ArchiveAnswer, Trust
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import ArchiveAnswer, Trust
 from functions.shared.headers import prefers
 from ibi.core.errors import InvalidInput
 from ibi.core.holdings import REQUEST_PAIR, Report, from_pairs
@@ -235,12 +235,27 @@ class Edition:
         return {"ibi": self.ibi, "holders": self.holders, "next_edition": self.next_edition}
 
 
+def authority_of(holdings: Sequence[Holding]) -> Holding | None:
+    """The holding whose word counts (issue 34): the owner's (or the Archive its transfer
+    record names, holding the original), else the one original claimed; None: none."""
+    trusted = [h for h in holdings if h.trust in (Trust.OWNER.value, Trust.NAMED.value)]
+    named = [h for h in trusted if h.trust == Trust.NAMED.value and h.state == "Original"]
+    owner = [h for h in trusted if h.trust == Trust.OWNER.value and h.state != "unreachable"]
+    if named or owner:
+        return (named or owner)[0]
+    if any(h.owner for h in holdings):
+        return None  # owned, and its owner did not answer
+    originals = [h for h in holdings if h.state == "Original"]
+    return originals[0] if len(originals) == 1 else None
+
+
 def _next_of(holdings: Sequence[Holding]) -> tuple[str | None, list[str]]:
-    """The next edition as the original's holder says it (else the first live answer), and
-    every live holder that says otherwise."""
+    """The next edition as the IBI's authority says it (:func:`authority_of`; else the first
+    live answer), and every live holder that says otherwise (a copy made before the link)."""
     live = [h for h in holdings if h.live and not h.untrusted_original]
-    originals = [h for h in live if h.state == "Original"]
-    authority = originals[0] if len(originals) == 1 else (live[0] if live else None)
+    authority = authority_of(holdings)
+    if authority is None or not authority.live:
+        authority = live[0] if live else None
     if authority is None:
         return None, []
     chosen = _label(authority.next_edition)
@@ -335,6 +350,9 @@ class HoldingsView:
             "usage": self.usage().to_mapping(),
             "archives": [h.to_mapping() for h in ordered],
             "verdict": {
+                "authority": (
+                    authority.archive if (authority := authority_of(self.holdings)) else None
+                ),
                 "ok": not problems,
                 "problems": problems,
                 "originals": [h.archive for h in self.originals],

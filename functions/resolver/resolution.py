@@ -1,121 +1,146 @@
 """Resolution (spec §5.2-§5.3, §7.7-§7.9): from a persistent URL to the item's URL.
 
-Pure logic: the Archives are asked through ``ask_all`` (the fan-out, done elsewhere), so this
-module decides only what to ask, what the answers mean, and what to answer.
+Pure logic: the Archives are asked through ``ask_all`` (the fan-out, done elsewhere), what
+each authority last said is kept through ``kept`` (:class:`KeptAnswers`), so this module
+decides only what to ask, whose word counts, and what to answer.
 
-Decisions where seed 001 is silent (besides spec §7):
+**One rule for whose word counts** (issue 34; docs/resolver.md, "Whose word counts"). For every
+IBI a resolution needs — the one asked, and every IBI it chases (next editions, translations,
+metadata items) — there is exactly one **authority** (:func:`authority_of`):
 
-* "The first non-empty answer" (seed 001 §6) is read as: a round of urlRequest ends a short
-  grace (``IBI_ORIGINAL_GRACE_MS``, 50 ms, never the Archive timeout) after the first answer
-  that holds the wanted ``url…`` pair or leads onward (:class:`Patience`), or when every
-  Archive answered. Among the answers heard by then, those holding the URL come first, an
-  ``Original`` before a ``Copy``, then the order the Archives answered in; an answer without
-  the URL is chased only when no answer has it. Two answers claiming the original are
-  named on the result (:class:`Conflict`); the 302 stays.
-* For a relation with ``.lastedition`` the holder of the original speaks for the edition
-  chain: an answer claiming the original (``state`` or ``state<r>`` ``Original``), or one that
-  leads onward (``ibi.nextedition``, ``ibi.lastedition`` naming another IBI), comes before a
-  Copy's claim to be the last edition, which is used only when no such answer came. A copy's
-  answer never ends such a round early. Editions are only ever added, so an answer that
-  knows a next edition knows more than one that does not.
-* ``Deleted`` (410) is answered only when no Archive offers the item otherwise. The alert
-  keeps one trusted tombstone's answer (:class:`Tombstone`; the owner's first, then one with
-  the holdings pairs): what the 410 page and a negotiated citation say was there.
-* 504 only when no Archive answered at all; an IBI unknown to every Archive that answered
-  is 404 even if some Archives did not answer in time.
-* With ``Original`` required, answers are compared on ``state<relation>``: exactly one
-  ``Original`` holding the URL is selected; two or more is 409 naming the suspects; none
-  is 404 ("no Archive holds the original").
+* the registered Archive that owns the IBI's prefix, or the Archive its transfer record names
+  once that Archive answers as the original's holder (until then the sender's answer stands,
+  so that a reader never sees zero or two originals during a transfer);
+* for a prefix no Archive owns, the single Archive claiming its original; two claims are a
+  conflict: the first by service IBI is chosen (the same every time) and the answer says so
+  (``IBI-Conflict``), or 409 with ``ibiurl.requireditemstatus=Original``. With no claim at all
+  the copies' answers are all there is (the documented degradation of unowned prefixes).
 
-Claims checked (issue 24). Each answer says whether its Archive is trusted for the IBI asked
-(:class:`Trust`, set by the fan-out): the owner of its prefix, an Archive a transfer record
-names, or anyone when the prefix has no registered owner. A claim of the asked IBI's original
-by any other Archive is never followed: it is named on the result (:class:`Conflict`, kind
-``untrusted-original``) and the reader gets what the trusted answers and the copies give;
-when they give nothing, 409 naming the suspect and the owner. With ``Original`` required, two
-claims are 409 as the spec says, and one untrusted claim is 409 too.
+Only the authority's answer counts for the item's state (exists, deleted), its relations and
+where its original is. A ``url<r>`` of the authority's answer is followed when that Archive is
+also the authority of the related item it names (``ibi<r>``); else the related IBI is asked
+of its own authority (the longest ``ibi<prefix of r>`` the authority names, and for a last
+edition only ``ibi.nextedition``: each edition's authority speaks for the next one). No other
+Archive's relation pairs are ever chased or shown. Other Archives may only offer **locations
+of copies**, and only when the authority says the item exists, is not deleted, and offers no
+location itself (a damaged original): a copy is used when its holdings list the file served
+with the SHA-256 the authority lists (a verified copy), and the answer says so.
 
-Editions (issue 24, item 4): the last edition is what the originals along the chain say. An
-answer whose last edition is a copy's (``state<r>`` not ``Original``) is used only when no
-answer of the round leads to a next edition (``ibi.nextedition``) not yet asked: a copy of a
-middle edition may not know the editions after it. Such a copy's URL is kept as the fallback,
-given when the chain leads nowhere.
+**When the authority does not answer** (it failed, timed out, or is switched off), the
+resolver answers from what that authority last said about the same request
+(:class:`KeptAnswers`: the chain, the translations, the deletion, the location), and says so
+(``IBI-Degraded``) — never silently an older edition than the last one it was told of. With
+nothing kept it answers 504 naming the Archives that said they hold copies (not followed:
+nothing vouches for them).
+
+Other decisions where seed 001 is silent (besides spec §7):
+
+* A claim of the original (``state Original``, or ``state<r> Original`` about the IBI asked) by
+  an Archive that is not the authority never changes the answer, also when the original is
+  required: the authority's original is served, and ``IBI-Conflict`` names the claimant (the
+  seed's alert, without a denial of service any registered Archive could cause).
+* Deleted by its authority → 410 with the authority's tombstone, whatever copies remain.
+* The authority knows nothing of the IBI → 404, whatever anyone else says.
+* 504 only when no Archive answered at all, or the authority did not and nothing is kept.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from functions.shared.headers import quality as q_value
+from functions.resolver.authority import (
+    ArchiveAnswer,
+    Conflict,
+    Trust,
+    Verdict,
+    authority_of,
+    canonical_label,
+    claims_asked_original,
+    claims_original,
+    ibi_of,
+    is_deleted,
+    knows,
+    labels_of,
+    leads_onward,
+    spelled,
+    state_of,
+    url_pair,
+    word,
+)
+from functions.resolver.languages import (
+    choose_language,
+    languages_offered,
+)
 from ibi.core.errors import InvalidInput
+from ibi.core.holdings import REQUEST_PAIR as HOLDINGS_PAIR
 from ibi.core.labels import parse_label
-from ibi.core.pairlist import PairList, label_of
+from ibi.core.pairlist import PairList
 from ibi.core.persistent_url import PersistentURL
-from ibi.core.relations import Relation, Verb, involves_editions, next_hop, present_hops
+from ibi.core.relations import Relation, Verb, hops, involves_editions
 
 MAX_HOPS = 8  # §7.9
-# url.translation(pt-BR)…, ibi.translation(en).lastedition …: the first translation step.
-_TRANSLATION_PAIR = re.compile(r"(?:url|ibi)\.translation\(([A-Za-z]{2}(?:-[A-Za-z]{2})?)\)")
-
-
-class Trust(enum.Enum):
-    """Whether an Archive may claim the original of the IBI asked (module notes)."""
-
-    OWNER = "owner"  # it owns the IBI's prefix
-    NAMED = "named"  # a transfer record of a trusted Archive names it
-    UNOWNED = "unowned"  # no registered Archive owns the prefix: anyone, as before owners
-    UNTRUSTED = "untrusted"  # the prefix has an owner, and it is neither it nor named
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveAnswer:
-    """What one Archive said to one urlRequest (``pairs`` is None if it did not answer)."""
-
-    archive: str  # the Archive's service IBI (its key in the registry)
-    address: str
-    pairs: PairList | None
-    problem: str | None = None  # why there is no answer: timeout, refused, malformed …
-    trust: Trust = Trust.UNOWNED
-    owner: str | None = None  # the service IBI of the owner of the IBI's prefix, if any
-
-    @property
-    def trusted(self) -> bool:
-        return self.trust is not Trust.UNTRUSTED
 
 
 Check = Callable[[PairList], bool]
 
 
+def never(_: PairList) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Patience:
-    """When a round may end before every Archive has answered (None: never)."""
+    """When a round may end before every Archive has answered.
+
+    For an owned prefix the owner is asked first and its answer ends the round, whatever
+    these say. ``everyone``: every included Archive is asked at once (the copies' round).
+    """
 
     usable: Check  # the round may end with it: a short grace after the first one
-    preferred: Check  # the best answer there is (the original's): a location hint needs it
+    preferred: Check  # the best answer there is (the original's)
+    everyone: bool = False
 
 
-# ask_all(ibi, pairs, patience): every included Archive, waited for as ``patience`` says.
+# ask_all(ibi, pairs, patience): the included Archives, asked as ``patience`` says (None:
+# every Archive, waited for).
 AskAll = Callable[[str, Sequence[tuple[str, str]], Patience | None], list[ArchiveAnswer]]
-
-
-TWO_ORIGINALS = "two-originals"
-UNTRUSTED_ORIGINAL = "untrusted-original"
-UNTRUSTED_TITLE = "An Archive claims an original it may not hold"
+OwnerOf = Callable[[str], str | None]  # the service IBI of the owner of a label's prefix
 
 
 @dataclass(frozen=True, slots=True)
-class Conflict:
-    """Two or more Archives claimed the original of ``ibi`` in one round (``relation`` asked),
-    or (``untrusted-original``) Archives that may not claim it did: never followed."""
+class Kept:
+    """What an authority last answered to one request (its urlkey left out)."""
 
+    archive: str
+    address: str
+    pairs: PairList
+    at: str  # ISO 8601 UTC, when it was said
+
+
+class KeptAnswers(Protocol):
+    """What each authority last said, by request (``kept.py``)."""
+
+    def get(self, key: str) -> Kept | None: ...
+
+    def keep(self, key: str, archive: str, address: str, pairs: PairList) -> None: ...
+
+
+AUTHORITY_DOWN = "authority-down"  # IBI-Degraded: the kept answer of an authority not answering
+VERIFIED_COPY = "verified-copy"  # IBI-Degraded: a copy whose files the authority lists
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    """An answer given without the authority's word of now (docs/resolver.md)."""
+
+    kind: str  # AUTHORITY_DOWN | VERIFIED_COPY
     ibi: str
-    relation: Relation
-    archives: tuple[str, ...]  # their service IBIs, in the order they answered
-    kind: str = TWO_ORIGINALS
-    owner: str | None = None  # the prefix's owner (``untrusted-original``)
+    authority: str  # the authority's service IBI
+    at: str = ""  # AUTHORITY_DOWN: when the kept answer was said
+    copy: str = ""  # VERIFIED_COPY: the Archive holding the copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +151,8 @@ class Found:
     ibi: str  # the IBI whose answer gave the URL
     hops: int
     status: int = 302
-    conflicts: tuple[Conflict, ...] = ()  # two originals seen on the way (the 302 stays)
+    conflicts: tuple[Conflict, ...] = ()  # claims heard on the way (the 302 stays)
+    degraded: tuple[Degraded, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +176,9 @@ class Alert:
     message: str
     suspects: tuple[str, ...] = ()
     tombstone: Tombstone | None = None  # a 410's: what was there
+    conflicts: tuple[Conflict, ...] = ()  # claims heard (IBI-Conflict on the alert too)
+    degraded: tuple[Degraded, ...] = ()
+    copies: tuple[str, ...] = ()  # where copies still are (a 410), or unverified ones (a 504)
 
 
 @dataclass
@@ -159,171 +188,80 @@ class Trace:
     rounds: list[tuple[str, str]] = field(default_factory=list)  # (ibi, verb list)
 
 
-def _url_pair(answer: PairList, relation: Relation) -> str | None:
-    value = answer.get(relation.pair_name("url"))
-    return value if isinstance(value, str) and value else None
-
-
-def _state(answer: PairList, relation: Relation) -> str | None:
-    value = answer.get(relation.pair_name("state"))
-    return value if isinstance(value, str) else None
-
-
-def _ibi_of(answer: PairList, pair_name: str) -> str | None:
-    """A label from an ``ibi…`` pair's forms (ibip preferred)."""
-    return label_of(answer, pair_name)
-
-
-def _claims_original(answer: PairList, relation: Relation) -> bool:
-    return answer.word("state") == "Original" or _state(answer, relation) == "Original"
-
-
-def _claims_asked_original(answer: PairList, relation: Relation, asked: str) -> bool:
-    """Whether ``answer`` claims the original of the IBI asked itself (not of a related IBI,
-    which has a prefix and an owner of its own)."""
-    if answer.word("state") == "Original":
-        return True
-    if _state(answer, relation) != "Original":
-        return False
-    related = _ibi_of(answer, relation.pair_name("ibi"))
-    return related is None or _label(related) == _label(asked)
-
-
-def untrusted_claims(
-    held: Sequence[ArchiveAnswer], relation: Relation, asked: str
-) -> list[ArchiveAnswer]:
-    """The answers claiming the original of ``asked`` from Archives that may not (module notes)."""
-    return [
-        a
-        for a in held
-        if a.pairs and not a.trusted and _claims_asked_original(a.pairs, relation, asked)
-    ]
-
-
-def _tombstone(held: Sequence[ArchiveAnswer], asked: str) -> Tombstone | None:
-    """One trusted tombstone's answer: the prefix owner's first, then one that carries the
-    holdings pairs. What an untrusted Archive says was there is never shown."""
-    told = sorted(
-        (a for a in held if a.pairs and a.trusted),
-        key=lambda a: (a.trust is not Trust.OWNER, "holdings.state" not in (a.pairs or ())),
-    )
-    pairs = told[0].pairs if told else None
-    return Tombstone(_ibi_of(pairs, "ibi") or asked, pairs) if pairs else None
-
-
-def _leads_onward(answer: PairList, relation: Relation, asked: str) -> bool:
-    """Whether ``answer`` names another IBI that serves ``relation`` (a hop to chase)."""
-    here = _label(asked)
-    return any(
-        (target := _ibi_of(answer, hop.pair_name)) is not None and _label(target) != here
-        for hop in present_hops(relation, answer)
-    )
-
-
-def _label(text: str) -> str:
-    try:
-        return parse_label(text).label
-    except InvalidInput:
-        return text
-
-
-def patience(relation: Relation, asked: str, *, required_original: bool) -> Patience | None:
-    """How long a round about ``asked`` waits (module notes); None: for every Archive.
-
-    Every claim must be seen when the original is required (two are a 409), and every
-    language for a bare ``+`` (it is chosen among all the answers' translations).
-    """
+def patience(relation: Relation, asked: str, *, required_original: bool) -> Patience:
+    """How long a round about ``asked`` waits, for a prefix no Archive owns (module notes): for
+    every Archive when every claim must be seen (the original required: two are a 409; a bare
+    ``+``: the language is chosen among every answer's), else a short grace after the first
+    usable answer. For an owned prefix the owner's answer ends the round (the fan-out)."""
     if required_original or any(
         step.name == "GetTranslation" and step.parameter is None for step in relation.steps
     ):
-        return None
+        return Patience(usable=never, preferred=never)
 
     def onward(answer: PairList) -> bool:
-        return _leads_onward(answer, relation, asked)
+        return leads_onward(answer, relation, asked)
 
-    if involves_editions(relation):
-
-        def original(answer: PairList) -> bool:
-            return _claims_original(answer, relation) and (
-                bool(_url_pair(answer, relation)) or onward(answer)
-            )
+    if involves_editions(relation):  # a copy's claim to be the last edition ends no round
 
         def edition_usable(answer: PairList) -> bool:
             return onward(answer) or (
-                _claims_original(answer, relation) and bool(_url_pair(answer, relation))
+                claims_original(answer, relation) and bool(url_pair(answer, relation))
             )
 
-        return Patience(usable=edition_usable, preferred=original)
+        def edition_preferred(answer: PairList) -> bool:
+            return claims_original(answer, relation) and (
+                bool(url_pair(answer, relation)) or onward(answer)
+            )
+
+        return Patience(usable=edition_usable, preferred=edition_preferred)
 
     def usable(answer: PairList) -> bool:
-        return bool(_url_pair(answer, relation)) or onward(answer)
+        return bool(url_pair(answer, relation)) or onward(answer)
 
     def preferred(answer: PairList) -> bool:
-        return bool(_url_pair(answer, relation)) and _state(answer, relation) == "Original"
+        return claims_asked_original(answer, relation, asked) and usable(answer)
 
     return Patience(usable=usable, preferred=preferred)
 
 
-def languages_offered(answers: Sequence[PairList]) -> list[str]:
-    """Every language named by a ``url.translation(…)`` or ``ibi.translation(…)`` pair."""
-    found: list[str] = []
-    for pairs in answers:
-        for name in pairs.names():
-            match = _TRANSLATION_PAIR.match(name)
-            if match and match.group(1) not in found:
-                found.append(match.group(1))
-    return found
+def _has_url(answer: PairList) -> bool:
+    return bool(word(answer, "url"))
 
 
-def parse_accept_language(header: str | None) -> list[str]:
-    """Language ranges by preference (q-values), ``*`` and q=0 left out (RFC 9110)."""
-    ranges: list[tuple[float, int, str]] = []
-    for position, part in enumerate((header or "").split(",")):
-        pieces = part.strip().split(";")
-        tag = pieces[0].strip()
-        quality = 1.0
-        for parameter in pieces[1:]:
-            key, _, value = parameter.strip().partition("=")
-            if key.strip().lower() == "q":
-                quality = q_value(value)
-        if tag and tag != "*" and quality > 0 and len(tag) <= 35:
-            ranges.append((-quality, position, tag))
-    return [tag for _, _, tag in sorted(ranges)]
+def _offers(answer: PairList) -> bool:
+    """Whether ``answer`` gives any location (``url`` or ``url<r>``)."""
+    return any(name.startswith("url") and name != "urlkey" for name in answer.names())
 
 
-def lookup(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
-    """RFC 4647 §3.4 lookup: for each range, best first, truncate until a tag matches."""
-    lowered = {tag.lower(): tag for tag in offered}
-    for wanted in ranges:
-        subtags = wanted.lower().split("-")
-        while subtags:
-            candidate = "-".join(subtags)
-            if candidate in lowered:
-                return lowered[candidate]
-            subtags.pop()
-    return None
+COPIES = Patience(usable=never, preferred=never, everyone=True)  # every Archive, waited for
+COPIES_NAMED = Patience(usable=_has_url, preferred=never, everyone=True)  # a grace after one
 
 
-def prefix_match(ranges: Sequence[str], offered: Sequence[str]) -> str | None:
-    """RFC 4647 §3.3.1 basic filtering, best range first: ``pt`` matches ``pt-BR``; then the
-    same with each range's language alone (``pt-PT`` finds ``pt-BR``: ours, not the RFC's).
-
-    Among the tags one range matches, the shortest, then the first alphabetically (so the
-    choice does not depend on which Archive answered first).
-    """
-    languages = [wanted.split("-")[0] for wanted in ranges]
-    for prefix in [*ranges, *languages]:
-        lowered = prefix.lower()
-        matched = [tag for tag in offered if tag.lower().startswith(lowered + "-")]
-        if matched:
-            return min(matched, key=lambda tag: (len(tag), tag.lower()))
-    return None
+def _tombstone(pairs: PairList, asked: str) -> Tombstone:
+    return Tombstone(ibi_of(pairs, "ibi") or asked, pairs)
 
 
-def choose_language(accept_language: str | None, offered: Sequence[str]) -> str | None:
-    """A bare ``+`` (§7.8): lookup, then the best prefix match; None: the item itself."""
-    ranges = parse_accept_language(accept_language)
-    return lookup(ranges, offered) or prefix_match(ranges, offered)
+def kept_key(ibi: str, verb_list: str, file_path: str) -> str:
+    """The key of what an authority said to one request: the IBI, the verbs, the path."""
+    return f"{canonical_label(ibi)} {verb_list.replace(' ', '+')} {file_path}".rstrip()
+
+
+def _files(pairs: PairList) -> dict[str, str] | None:
+    """path -> SHA-256 of the holdings pairs' file list (None: no list)."""
+    from ibi.core.holdings import from_pairs
+
+    try:
+        report = from_pairs(pairs)
+    except InvalidInput:
+        return None
+    if report is None or not report.files:
+        return None
+    files = {f.path: f.sha256 for f in report.files}
+    if report.default_file:
+        files.setdefault("", files.get(report.default_file, ""))
+    elif len(report.files) == 1:
+        files[""] = report.files[0].sha256
+    return files
 
 
 class _Step(enum.Enum):
@@ -343,12 +281,9 @@ class _Walk:
     relation: Relation
     asked: set[tuple[str, str]] = field(default_factory=set)  # (IBI, relation): never twice
     anyone_answered: bool = False
-    deleted_seen: bool = False
-    tombstone: Tombstone | None = None
-    known: bool = False
+    known: bool = False  # an authority said the IBI asked (or a related one) exists
     conflicts: list[Conflict] = field(default_factory=list)
-    suspects: list[ArchiveAnswer] = field(default_factory=list)  # untrusted claims (not followed)
-    fallback: Found | None = None  # a copy's last edition, when the chain leads nowhere better
+    degraded: list[Degraded] = field(default_factory=list)
 
     @classmethod
     def start(cls, url: PersistentURL, client_ips: str) -> _Walk:
@@ -364,7 +299,7 @@ class _Walk:
 
     def first_time(self) -> bool:
         """Whether the current (IBI, relation) is new; it counts as asked from now on."""
-        key = (parse_label(self.current).label, str(self.relation))
+        key = (canonical_label(self.current), str(self.relation))
         if key in self.asked:
             return False
         self.asked.add(key)
@@ -374,51 +309,65 @@ class _Walk:
         verbs = [*self.relation.steps, *([Verb.file_list()] if self.url.wants_file_list else [])]
         return " ".join(str(verb) for verb in verbs)
 
+    def note(self, verdict: Verdict) -> None:
+        for conflict in verdict.conflicts:
+            if conflict not in self.conflicts:
+                self.conflicts.append(conflict)
+
+    def alert(self, status: int, title: str, message: str, **more: object) -> Alert:
+        return Alert(
+            status,
+            title,
+            message,
+            conflicts=tuple(self.conflicts),
+            degraded=tuple(self.degraded),
+            **more,  # type: ignore[arg-type]
+        )
+
     def conclusion(self) -> Alert:
         """The alert when no round found the URL."""
         label = self.url.ibi.label
-        if self.suspects:
-            return untrusted_alert(self.current, self.suspects)
-        if self.deleted_seen:
-            message = f"{label} was deleted from its Archive."
-            return Alert(410, "Deleted", message, tombstone=self.tombstone)
         if not self.anyone_answered:
-            return Alert(
+            return self.alert(
                 504, "No Archive answered", "No Archive answered in time; try again shortly."
             )
         if self.known:
             wanted = self.relation.modifier_text or "the item"
             path = f" {self.url.file_path}" if self.url.file_path else ""
-            return Alert(
+            if self.required_original:
+                return self.alert(
+                    404,
+                    "No Archive holds the original",
+                    f"{self.current} is known, but no Archive offers its original "
+                    "(ibiurl.requireditemstatus=Original).",
+                )
+            return self.alert(
                 404,
                 "Not available",
                 f"{label} is known, but no Archive offers what was asked ({wanted}{path}).",
             )
-        return Alert(404, "Unknown IBI", f"No Archive knows {label}.")
+        return self.alert(404, "Unknown IBI", f"No Archive knows {label}.")
 
 
-def untrusted_alert(ibi: str, suspects: Sequence[ArchiveAnswer]) -> Alert:
-    """409: an Archive that may not claim the original of ``ibi`` did (module notes)."""
-    owner = suspects[0].owner or "another Archive"
-    return Alert(
-        409,
-        UNTRUSTED_TITLE,
-        f"{len(suspects)} Archive(s) answer that they hold the original of {ibi}, but the "
-        f"prefix of {ibi} is owned by {owner}, which did not say the original moved there. "
-        "The claim is not followed: it is under suspicion and an investigation is needed.",
-        (
-            *(f"{a.archive} at {a.address} (claims the original)" for a in suspects),
-            f"{owner} (owns the prefix)",
-        ),
-    )
+def _copy_line(answer: ArchiveAnswer, note: str) -> str:
+    return f"{answer.archive} at {answer.address} ({note})"
 
 
 class Resolver:
-    """One resolution: rounds of urlRequest to every Archive, analysis, chasing (§5.3)."""
+    """One resolution: rounds of urlRequest, the authority's answer, chasing (§5.3)."""
 
-    def __init__(self, ask_all: AskAll, *, accept_language: str | None = None) -> None:
+    def __init__(
+        self,
+        ask_all: AskAll,
+        *,
+        accept_language: str | None = None,
+        kept: KeptAnswers | None = None,
+        owner_of: OwnerOf | None = None,
+    ) -> None:
         self._ask_all = ask_all
         self._accept_language = accept_language
+        self._kept = kept
+        self._owner_of = owner_of
         self.trace = Trace()
 
     def resolve(self, url: PersistentURL, client_ips: str) -> Found | Alert:
@@ -427,170 +376,289 @@ class Resolver:
             if not walk.first_time():
                 break
             step = self._round(walk, hop)
-            if step is _Step.STOP:
-                break
             if isinstance(step, Found | Alert):
                 return step
-        if walk.fallback is not None:
-            return replace(walk.fallback, conflicts=tuple(walk.conflicts))
+            if step is _Step.STOP:
+                break
         return walk.conclusion()
 
+    # ------------------------------------------------------------------------ one round
+
     def _round(self, walk: _Walk, hop: int) -> Found | Alert | _Step:
-        """Ask every Archive about the current IBI; read their answers."""
-        asked_for = walk.relation
-        wait = patience(asked_for, walk.current, required_original=walk.required_original)
-        held = self._ask(walk, wait)
-        if not held:
-            return _Step.STOP
-        walk.relation = self._negotiate(walk.relation, [a.pairs for a in held if a.pairs])
-        if walk.required_original:
-            refused = self._refuse_claims(walk, held)
-            if refused is not None:
-                return refused
-        suspects = untrusted_claims(held, walk.relation, walk.current)
-        if suspects:
-            self._note_suspects(walk, suspects)
-            held = [a for a in held if a not in suspects]
-        held = _authoritative(held, walk.relation, walk.current)
-        with_url = [a for a in held if a.pairs and _url_pair(a.pairs, walk.relation)]
-        if walk.relation != asked_for and not with_url:
-            # The language chosen (or the item itself) was not in answers filtered for
-            # the bare `+`: ask again for exactly that.
-            return _Step.NEXT
-        if wait is not None:
-            self._note_conflict(walk, held, wait)
-        onward = self._next_edition(walk, held, with_url)
-        if onward is not None:
-            if with_url and walk.fallback is None:
-                walk.fallback = self._found(walk, with_url[0], hop)
-            walk.current, walk.relation = onward
-            return _Step.NEXT
-        selected = self._select(walk, with_url, hop)
-        if selected is not None:
-            return selected
-        live = [a for a in held if a.pairs and a.pairs.word("state") != "Deleted"]
-        if not live:  # every Archive that knows it holds only its tombstone
-            walk.deleted_seen = True
-            walk.tombstone = _tombstone(held, walk.current)
+        """Ask about the current IBI; read its authority's answer (module notes)."""
+        wait = patience(walk.relation, walk.current, required_original=walk.required_original)
+        answers = self._ask(walk, wait)
+        verdict = authority_of(answers, walk.current, walk.relation)
+        if verdict.owner is None and verdict.answer is not None:  # unowned: who had it before
+            before = self._established(walk)
+            if before is not None and before != verdict.answer.archive:
+                verdict = authority_of(answers, walk.current, walk.relation, known=before)
+        walk.note(verdict)
+        refused = self._two_originals(walk, verdict)
+        if refused is not None:
+            return refused
+        speaker, degraded = verdict.answer, None
+        if speaker is None or speaker.pairs is None:
+            if verdict.owner is None:
+                return _Step.STOP  # no Archive answered at all
+            kept = self._kept.get(self._key(walk)) if self._kept is not None else None
+            if kept is None:
+                return self._unavailable(walk, verdict)
+            speaker = ArchiveAnswer(
+                kept.archive, kept.address, kept.pairs, trust=Trust.OWNER, owner=verdict.owner
+            )
+            degraded = Degraded(AUTHORITY_DOWN, walk.current, kept.archive, at=kept.at)
+        elif knows(speaker.pairs) and (verdict.owner is not None or speaker in verdict.claims):
+            self._keep(walk, speaker)  # an authority's answer (never a copy's, nor a suspect's)
+        pairs = speaker.pairs
+        assert pairs is not None
+        if not knows(pairs):  # the authority does not know it
             return _Step.STOP
         walk.known = True
-        return self._chase(walk, live)
+        if degraded is not None and degraded not in walk.degraded:
+            walk.degraded.append(degraded)
+        if is_deleted(pairs):
+            return self._deleted(walk, verdict, pairs)
+        negotiated = self._negotiate(walk.relation, pairs)
+        if negotiated != walk.relation:
+            walk.relation = negotiated
+            if not url_pair(pairs, negotiated) and not leads_onward(
+                pairs, negotiated, walk.current
+            ):
+                return _Step.NEXT  # the language chosen (or the item itself): ask exactly that
+        return self._read(walk, verdict, speaker, hop)
 
-    def _ask(self, walk: _Walk, wait: Patience | None) -> list[ArchiveAnswer]:
-        """One round of urlRequest; the answers that hold something."""
+    def _read(
+        self, walk: _Walk, verdict: Verdict, speaker: ArchiveAnswer, hop: int
+    ) -> Found | Alert | _Step:
+        """The authority's answer: its URL, the IBI to ask next, or a verified copy."""
+        pairs = speaker.pairs
+        assert pairs is not None
+        url = url_pair(pairs, walk.relation)
+        vouched = self._vouches(speaker.archive, verdict.owner, pairs, walk.relation, walk.current)
+        if url and vouched:
+            if walk.required_original and verdict.owner is None and not verdict.claims:
+                return _Step.STOP  # unowned, and nobody claims the original
+            return Found(
+                url=url,
+                answer=speaker,
+                relation=walk.relation,
+                ibi=walk.current,
+                hops=hop,
+                conflicts=tuple(walk.conflicts),
+                degraded=tuple(walk.degraded),
+            )
+        onward = self._onward(speaker.archive, verdict.owner, pairs, walk)
+        if onward is not None:
+            walk.current, walk.relation = onward
+            return _Step.NEXT
+        if not walk.relation.steps and not walk.required_original:
+            return self._verified_copy(walk, speaker, hop) or _Step.STOP
+        return _Step.STOP
+
+    def _ask(
+        self, walk: _Walk, wait: Patience | None, extra: Sequence[tuple[str, str]] = ()
+    ) -> list[ArchiveAnswer]:
+        """One round of urlRequest about the current IBI; every Archive's outcome."""
         verb_list = walk.verb_list()
         pairs = [*walk.base_pairs, ("parsedibiurl.ibi", walk.current)]
         if verb_list:
             pairs.append(("parsedibiurl.verblist", verb_list))
+        pairs += [pair for pair in extra if pair not in pairs]
         self.trace.rounds.append((walk.current, verb_list))
         answers = self._ask_all(walk.current, pairs, wait)
         walk.anyone_answered = walk.anyone_answered or any(a.pairs is not None for a in answers)
-        return [a for a in answers if a.pairs]
+        return answers
 
-    @staticmethod
-    def _refuse_claims(walk: _Walk, held: list[ArchiveAnswer]) -> Alert | None:
-        """With the original required: 409 for two claims of it (the spec), or for one claim
-        by an Archive that may not make it (module notes)."""
-        relation = walk.relation
-        originals = [
-            a
-            for a in held
-            if a.pairs and _url_pair(a.pairs, relation) and _state(a.pairs, relation) == "Original"
-        ]
-        if len(originals) > 1:
-            return Alert(
-                409,
-                "Two or more Archives claim the original",
-                f"{len(originals)} Archives answer that they hold the original of "
-                f"{walk.current}; at most one can. They are under suspicion and an "
-                "investigation is needed.",
-                tuple(f"{a.archive} at {a.address}" for a in originals),
-            )
-        suspects = untrusted_claims(originals, relation, walk.current)
-        return untrusted_alert(walk.current, suspects) if suspects else None
-
-    @staticmethod
-    def _note_suspects(walk: _Walk, suspects: list[ArchiveAnswer]) -> None:
-        """Claims of the original by Archives that may not make them: named, never followed."""
-        walk.suspects += [
-            a for a in suspects if a.archive not in {s.archive for s in walk.suspects}
-        ]
-        archives = tuple(a.archive for a in suspects)
-        walk.conflicts.append(
-            Conflict(walk.current, walk.relation, archives, UNTRUSTED_ORIGINAL, suspects[0].owner)
-        )
-
-    @staticmethod
-    def _next_edition(
-        walk: _Walk, held: list[ArchiveAnswer], with_url: list[ArchiveAnswer]
-    ) -> tuple[str, Relation] | None:
-        """For ``!``: the next edition to ask when no original gave the last edition's URL and
-        an answer names one not yet asked (module notes); None otherwise."""
-        relation = walk.relation
-        if walk.required_original or not relation.steps:
+    def _established(self, walk: _Walk) -> str | None:
+        """For a prefix no Archive owns: the Archive whose answer was kept as the authority's,
+        for this request or for the item itself."""
+        if self._kept is None:
             return None
-        if relation.steps[0].name != "GetLastEdition":
-            return None
-        if any(a.pairs and _state(a.pairs, relation) == "Original" for a in with_url):
-            return None
-        here = _label(walk.current)
-        for answer in held:
-            target = _ibi_of(answer.pairs, "ibi.nextedition") if answer.pairs else None
-            if target is None or _label(target) == here:
-                continue
-            if (_label(target), str(relation)) not in walk.asked:
-                return target, relation
+        for key in (self._key(walk), kept_key(walk.current, "", "")):
+            before = self._kept.get(key)
+            if before is not None:
+                return before.archive
         return None
 
-    @staticmethod
-    def _note_conflict(walk: _Walk, held: list[ArchiveAnswer], wait: Patience) -> None:
-        """Two or more answers of the original's kind: named on the result (the 302 stays)."""
-        claims = tuple(a.archive for a in held if a.pairs and wait.preferred(a.pairs))
-        if len(claims) > 1:
-            walk.conflicts.append(Conflict(walk.current, walk.relation, claims))
+    def _key(self, walk: _Walk) -> str:
+        return kept_key(walk.current, walk.verb_list(), walk.url.file_path or "")
 
-    def _select(self, walk: _Walk, with_url: list[ArchiveAnswer], hop: int) -> Found | Alert | None:
-        """The answer that gives the URL (an Original first), or 409 for two claimed originals."""
-        relation = walk.relation
-        if walk.required_original:  # two claims, or an untrusted one: refused already
-            originals = [a for a in with_url if a.pairs and _state(a.pairs, relation) == "Original"]
-            return self._found(walk, originals[0], hop) if originals else None
-        with_url.sort(key=lambda a: 0 if a.pairs and _state(a.pairs, relation) == "Original" else 1)
-        return self._found(walk, with_url[0], hop) if with_url else None
+    def _keep(self, walk: _Walk, speaker: ArchiveAnswer) -> None:
+        """What the authority said, for when it does not answer (its urlkey is no use then)."""
+        if self._kept is None or not speaker.pairs:
+            return
+        pairs = speaker.pairs.filter(lambda name: name != "urlkey")
+        self._kept.keep(self._key(walk), speaker.archive, speaker.address, pairs)
 
     @staticmethod
-    def _chase(walk: _Walk, live: list[ArchiveAnswer]) -> Alert | _Step:
-        """Follow the first answer that leads to another (IBI, relation) not yet asked."""
-        chase = next(
-            (
-                (target, step)
-                for a in live
-                if a.pairs
-                and (step := next_hop(walk.relation, a.pairs)) is not None
-                and (target := _ibi_of(a.pairs, step.pair_name)) is not None
-                and (parse_label(target).label, str(step.relation)) not in walk.asked
-            ),
-            None,
+    def _two_originals(walk: _Walk, verdict: Verdict) -> Alert | None:
+        """With the original required, two claims of it for a prefix no Archive owns: 409."""
+        if not walk.required_original or verdict.owner is not None:
+            return None
+        holding = [a for a in verdict.claims if a.pairs and url_pair(a.pairs, walk.relation)]
+        if len(holding) < 2:
+            return None
+        return walk.alert(
+            409,
+            "Two or more Archives claim the original",
+            f"{len(holding)} Archives answer that they hold the original of {walk.current}; "
+            "at most one can. They are under suspicion and an investigation is needed.",
+            suspects=tuple(f"{a.archive} at {a.address}" for a in holding),
         )
-        if chase is None:
-            if walk.required_original:
-                return Alert(
-                    404,
-                    "No Archive holds the original",
-                    f"{walk.current} is known, but no Archive offers its original "
-                    "(ibiurl.requireditemstatus=Original).",
-                )
-            return _Step.STOP
-        walk.current, hop_step = chase
-        walk.relation = hop_step.relation
-        return _Step.NEXT
 
-    def _negotiate(self, relation: Relation, answers: list[PairList]) -> Relation:
-        """A bare ``+`` becomes ``+(ll)`` by Accept-Language (§7.8), or the item itself."""
+    def _unavailable(self, walk: _Walk, verdict: Verdict) -> Alert:
+        """504: the authority did not answer and nothing of it is kept for this request."""
+        copies = tuple(
+            _copy_line(a, "says it holds a copy; not verified")
+            for a in verdict.copies
+            if a.pairs
+            and _offers(a.pairs)
+            and not is_deleted(a.pairs)
+            and a not in verdict.suspects
+        )
+        return walk.alert(
+            504,
+            "The Archive responsible did not answer",
+            f"{walk.current} is answered for by {verdict.owner}, which did not answer in time, "
+            "and this resolver has kept no answer of it for this request. Try again shortly.",
+            copies=copies,
+        )
+
+    def _deleted(self, walk: _Walk, verdict: Verdict, pairs: PairList) -> Alert:
+        """410 with the authority's tombstone, whatever copies remain (named on the page)."""
+        heard = list(verdict.copies)
+        if verdict.owner is not None and not heard:  # the owner alone was asked
+            heard = self._ask(walk, COPIES_NAMED)
+        copies = tuple(
+            _copy_line(a, "still holds a copy")
+            for a in sorted(heard, key=lambda a: a.archive)
+            if a.pairs
+            and _has_url(a.pairs)
+            and not is_deleted(a.pairs)
+            and (verdict.answer is None or a.archive != verdict.answer.archive)
+        )
+        return walk.alert(
+            410,
+            "Deleted",
+            f"{walk.url.ibi.label} was deleted from its Archive.",
+            tombstone=_tombstone(pairs, walk.current),
+            copies=copies,
+        )
+
+    def _verified_copy(self, walk: _Walk, speaker: ArchiveAnswer, hop: int) -> Found | None:
+        """A copy whose holdings list the file served with the SHA-256 the authority lists,
+        when the authority says the item exists and offers no location (module notes)."""
+        answers = self._ask(walk, COPIES, [HOLDINGS_PAIR])
+        listed = _files(speaker.pairs) if speaker.pairs else None
+        for answer in answers:
+            if listed is None and answer.archive == speaker.archive and answer.pairs:
+                listed = _files(answer.pairs)
+        if not listed:
+            return None
+        path = (walk.url.file_path or "").strip("/")
+        wanted = listed.get(path)
+        for answer in sorted(answers, key=lambda a: a.archive):
+            pairs = answer.pairs
+            if answer.archive == speaker.archive or not pairs or not _has_url(pairs):
+                continue
+            if word(pairs, "state") != "Copy" or wanted is None:
+                continue
+            if (_files(pairs) or {}).get(path) != wanted:
+                continue
+            copy = Degraded(VERIFIED_COPY, walk.current, speaker.archive, copy=answer.archive)
+            return Found(
+                url=word(pairs, "url") or "",
+                answer=answer,
+                relation=walk.relation,
+                ibi=walk.current,
+                hops=hop,
+                conflicts=tuple(walk.conflicts),
+                degraded=(*walk.degraded, copy),
+            )
+        return None
+
+    # ------------------------------------------------------------------------ relations
+
+    def _vouches(
+        self, archive: str, owner: str | None, pairs: PairList, relation: Relation, current: str
+    ) -> bool:
+        """Whether ``archive``'s ``url<relation>`` counts: it is about ``current`` itself, or
+        ``archive`` is also the authority of the related item it names (module notes)."""
+        if not relation.steps:
+            return True
+        related = labels_of(pairs, spelled(pairs, relation.pair_name("ibi")))
+        here = canonical_label(current)
+        if not related:
+            # No IBI named: a URL of the item's own (its metadata page, a translation known
+            # only by its URL) — for a last edition, only when the chain goes no further.
+            if involves_editions(relation):
+                following = labels_of(pairs, "ibi.nextedition")
+                return not following or here in following
+            return True
+        if here in related:
+            return True
+        return self._speaks_for(archive, owner, current, related, state_of(pairs, relation))
+
+    def _speaks_for(
+        self,
+        archive: str,
+        owner: str | None,
+        current: str,
+        related: frozenset[str],
+        state: str | None,
+    ) -> bool:
+        """Whether ``archive`` is the authority of the related IBI (any of its forms)."""
+        if self._owner_of is not None:
+            owners = {self._owner_of(label) for label in related}
+        else:  # no directory: the current IBI's owner, for related IBIs of its prefix
+            prefix = _prefix(current)
+            owners = {owner if _prefix(label) == prefix else None for label in related}
+        known = {canonical_label(o) for o in owners if o is not None}
+        if known:
+            return canonical_label(archive) in known
+        return state == "Original"  # a prefix no Archive owns: a claim of its original counts
+
+    def _onward(
+        self, archive: str, owner: str | None, pairs: PairList, walk: _Walk
+    ) -> tuple[str, Relation] | None:
+        """The (IBI, relation) to ask next, from the authority's answer: the longest
+        ``ibi<prefix of r>`` it names (a last edition's only when it speaks for that edition
+        too), then ``ibi.nextedition``; None when nothing leads further."""
+        relation, here = walk.relation, canonical_label(walk.current)
+        for hop in hops(relation):
+            name = spelled(pairs, hop.pair_name)
+            target = ibi_of(pairs, name)
+            if target is None:
+                continue
+            related = labels_of(pairs, name)
+            if here in related:
+                if hop.relation == relation:
+                    continue  # the item is its own next edition: no progress
+                candidate = (walk.current, hop.relation)
+            else:
+                last = ".lastedition" in hop.pair_name
+                taken = Relation(relation.steps[: len(relation) - len(hop.relation)])
+                state = state_of(pairs, taken)
+                if last and not self._speaks_for(archive, owner, walk.current, related, state):
+                    continue  # another edition's authority says what follows it
+                candidate = (target, hop.relation)
+            if (canonical_label(candidate[0]), str(candidate[1])) not in walk.asked:
+                return candidate
+        steps = relation.steps
+        if steps and steps[0].name == "GetLastEdition" and not ibi_of(pairs, "ibi.nextedition"):
+            rest = Relation(steps[1:])  # no next edition: the item is its own last edition
+            if (here, str(rest)) not in walk.asked:
+                return walk.current, rest
+        return None
+
+    def _negotiate(self, relation: Relation, pairs: PairList) -> Relation:
+        """A bare ``+`` becomes ``+(ll)`` by Accept-Language (§7.8) among the languages the
+        authority names, or the item itself."""
         steps = list(relation.steps)
         for index, step in enumerate(steps):
             if step.name == "GetTranslation" and step.parameter is None:
-                chosen = choose_language(self._accept_language, languages_offered(answers))
+                chosen = choose_language(self._accept_language, languages_offered([pairs]))
                 if chosen is None:
                     del steps[index]
                 else:
@@ -598,38 +666,9 @@ class Resolver:
                 return Relation(tuple(steps))
         return relation
 
-    @staticmethod
-    def _found(walk: _Walk, answer: ArchiveAnswer, hop: int) -> Found:
-        assert answer.pairs is not None
-        url = _url_pair(answer.pairs, walk.relation)
-        assert url is not None
-        return Found(
-            url=url,
-            answer=answer,
-            relation=walk.relation,
-            ibi=walk.current,
-            hops=hop,
-            conflicts=tuple(walk.conflicts),
-        )
 
-
-def _authoritative(
-    held: list[ArchiveAnswer], relation: Relation, asked: str
-) -> list[ArchiveAnswer]:
-    """For ``.lastedition``: the original's word and the answers leading onward, when any
-    came (the original's first), before a copy's claim to be the last edition (module notes).
-    Other relations: every answer, as it came."""
-    if not involves_editions(relation):
-        return held
-    first: list[ArchiveAnswer] = []
-    then: list[ArchiveAnswer] = []
-    for answer in held:
-        pairs = answer.pairs
-        if not pairs:
-            continue
-        onward = _leads_onward(pairs, relation, asked)
-        if _claims_original(pairs, relation) and (onward or _url_pair(pairs, relation)):
-            first.append(answer)
-        elif onward:
-            then.append(answer)
-    return first + then or held
+def _prefix(label: str) -> str | None:
+    try:
+        return parse_label(label).prefix
+    except InvalidInput:
+        return None

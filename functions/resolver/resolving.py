@@ -8,23 +8,16 @@ logs and counts what happened. The route only parses the request and answers wha
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.authority import UNTRUSTED_ORIGINAL, ArchiveAnswer, Conflict
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import (
-    UNTRUSTED_ORIGINAL,
-    UNTRUSTED_TITLE,
-    Alert,
-    ArchiveAnswer,
-    Conflict,
-    Patience,
-    Resolver,
-)
+from functions.resolver.resolution import Alert, Degraded, KeptAnswers, Patience, Resolver
 from ibi.core.pairlist import PairList
 from ibi.core.persistent_url import PersistentURL
 
@@ -32,7 +25,8 @@ logger = Logger(service="resolver", child=True)
 metrics = Metrics(namespace="ibi", service="resolver")  # one metric set per process
 
 MAX_LOCATION = 4096
-CONFLICT_HEADER = "IBI-Conflict"  # two Archives claim the original (docs/resolver.md)
+CONFLICT_HEADER = "IBI-Conflict"  # claims of the original heard (docs/resolver.md)
+DEGRADED_HEADER = "IBI-Degraded"  # answered without the authority's word of now
 BAD_ANSWER = Alert(502, "Bad answer", "The Archive holding this item answered an unusable URL.")
 # The metric each alert of a resolution counts, by its status. Written out: infra/operations.py
 # alarms on Resolution409 and Resolution504, and a test finds each alarmed name here.
@@ -78,10 +72,55 @@ def conflict_header(conflicts: tuple[Conflict, ...]) -> str:
     )
 
 
+def degraded_header(degraded: tuple[Degraded, ...]) -> str:
+    """``authority-down; ibi="…"; archive="A"; kept="<when>"`` or ``verified-copy; ibi="…";
+    archive="A"; copy="B"``, one per degraded step, comma-separated (no value needs escaping:
+    labels, service IBIs and ISO dates hold no ``"``, ``\\``, comma or space)."""
+    return ", ".join(
+        f'{d.kind}; ibi="{d.ibi}"; archive="{d.authority}"'
+        + (f'; kept="{d.at}"' if d.at else "")
+        + (f'; copy="{d.copy}"' if d.copy else "")
+        for d in degraded
+    )
+
+
+def degraded_note(degraded: tuple[Degraded, ...]) -> str:
+    """The line a page shows for a degraded answer."""
+    notes = []
+    for d in degraded:
+        if d.copy:
+            notes.append(
+                f"{d.ibi}: its Archive ({d.authority}) offers no location now; a copy at "
+                f"{d.copy} whose files it lists with the same SHA-256 is given instead."
+            )
+        else:
+            notes.append(
+                f"{d.ibi}: its Archive ({d.authority}) did not answer; this answer is what it "
+                f"said last ({d.at})."
+            )
+    return " ".join(notes)
+
+
+def answer_headers(
+    conflicts: tuple[Conflict, ...], degraded: tuple[Degraded, ...]
+) -> dict[str, str]:
+    """The headers that say what a resolution heard and how it answered."""
+    headers = {}
+    if conflicts:
+        headers[CONFLICT_HEADER] = conflict_header(conflicts)
+    if degraded:
+        headers[DEGRADED_HEADER] = degraded_header(degraded)
+    return headers
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     alert: Alert
     persistent_url: str | None  # shown with the alert, when the resolution itself answered
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return answer_headers(self.alert.conflicts, self.alert.degraded)
 
 
 def safe_location(url: str) -> bool:
@@ -95,9 +134,24 @@ def safe_location(url: str) -> bool:
 
 
 class ResolvingService:
-    def __init__(self, fanout: FanOut, acknowledgments: Acknowledgments) -> None:
+    def __init__(
+        self,
+        fanout: FanOut,
+        acknowledgments: Acknowledgments,
+        kept: KeptAnswers | None = None,
+    ) -> None:
         self.fanout = fanout
         self.acknowledgments = acknowledgments
+        self.kept = kept  # what each authority last said (kept.py)
+
+    def owner_of(self, ibi: str) -> str | None:
+        owner = self.fanout.directory.owner_of(ibi)
+        return owner.service_ibi if owner is not None else None
+
+    def _resolver(self, ask: Callable[..., list[ArchiveAnswer]], lookup: Lookup) -> Resolver:
+        return Resolver(
+            ask, accept_language=lookup.accept_language, kept=self.kept, owner_of=self.owner_of
+        )
 
     def resolve(self, lookup: Lookup) -> Redirect | Refusal:
         plain = self.fanout.for_request(lookup.correlation_id)
@@ -110,7 +164,7 @@ class ResolvingService:
             return plain(ibi, [*pairs, REQUEST_PAIR], wait)
 
         ask = with_holdings if lookup.holdings else plain
-        resolver = Resolver(ask, accept_language=lookup.accept_language)
+        resolver = self._resolver(ask, lookup)
         started = time.monotonic()
         result = resolver.resolve(lookup.url, lookup.client_ips)
         tombstone = result.tombstone if isinstance(result, Alert) else None
@@ -118,7 +172,7 @@ class ResolvingService:
             # A 410 asked without the holdings pairs (a browser): once more with them, for
             # what the tombstone says was there. Only a deleted IBI pays for this round.
             asked = resolver.trace.rounds
-            resolver = Resolver(with_holdings, accept_language=lookup.accept_language)
+            resolver = self._resolver(with_holdings, lookup)
             result = resolver.resolve(lookup.url, lookup.client_ips)
             resolver.trace.rounds[:0] = asked
         elapsed_ms = (time.monotonic() - started) * 1000
@@ -138,13 +192,7 @@ class ResolvingService:
                 unit=MetricUnit.Count,
                 value=1,
             )
-            if result.title == UNTRUSTED_TITLE:  # the alarm on TwoOriginals fires for it too
-                metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
-                metrics.add_metric(name="UntrustedOriginals", unit=MetricUnit.Count, value=1)
-                logger.warning(
-                    "an archive claims an original it may not hold",
-                    extra={"ibi": lookup.url.ibi.label, "suspects": result.suspects},
-                )
+            self._count(result.conflicts, result.degraded)
             return Refusal(result, lookup.persistent_url)
         if not safe_location(result.url):
             logger.warning(
@@ -155,17 +203,27 @@ class ResolvingService:
             result, lookup.persistent_url, lookup.client_ips, lookup.correlation_id
         )
         metrics.add_metric(name="Resolution302", unit=MetricUnit.Count, value=1)
-        if not result.conflicts:
-            return Redirect(result.url, ibi=result.ibi, pairs=result.answer.pairs)
-        # The 302 stays (spec §5.3), but the conflict is said, logged and counted.
+        self._count(result.conflicts, result.degraded)  # the 302 stays (spec §5.3)
+        headers = answer_headers(result.conflicts, result.degraded)
+        return Redirect(result.url, headers, ibi=result.ibi, pairs=result.answer.pairs)
+
+    @staticmethod
+    def _count(conflicts: tuple[Conflict, ...], degraded: tuple[Degraded, ...]) -> None:
+        """Claims heard and degraded answers: said (the headers), logged and counted."""
+        if degraded:
+            metrics.add_metric(name="DegradedAnswers", unit=MetricUnit.Count, value=1)
+            logger.warning(
+                "answered without the authority", extra={"degraded": degraded_header(degraded)}
+            )
+        if not conflicts:
+            return
         metrics.add_metric(name="TwoOriginals", unit=MetricUnit.Count, value=1)
-        if any(c.kind == UNTRUSTED_ORIGINAL for c in result.conflicts):
+        if any(c.kind == UNTRUSTED_ORIGINAL for c in conflicts):
             metrics.add_metric(name="UntrustedOriginals", unit=MetricUnit.Count, value=1)
-        header = conflict_header(result.conflicts)
-        relations = [str(c.relation) for c in result.conflicts]
         logger.warning(
-            "two archives claim the original", extra={"conflict": header, "relations": relations}
-        )
-        return Redirect(
-            result.url, {CONFLICT_HEADER: header}, ibi=result.ibi, pairs=result.answer.pairs
+            "two archives claim the original",
+            extra={
+                "conflict": conflict_header(conflicts),
+                "relations": [str(c.relation) for c in conflicts],
+            },
         )

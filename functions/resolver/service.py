@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from functions.resolver.network import Endpoint, Request, Transport, UnsafeAddress
-from functions.resolver.owners import owned_by, owners
+from functions.resolver.owners import own_prefixes, owned_by, owners
 from functions.resolver.registry import Contact, PrefixTaken, RegisteredArchive, Registry
 from functions.resolver.throttle import Throttle
 from ibi.core.dates import iso_date
@@ -140,12 +140,21 @@ class RegistrationService:
     on_change: Callable[[], None] = lambda: None  # the registry changed: never on a refusal
 
     def register(
-        self, archive_service_ibi: str, registration_key: str, prefixes: Sequence[str] = ()
+        self,
+        archive_service_ibi: str,
+        registration_key: str,
+        prefixes: Sequence[str] = (),
+        *,
+        share_prefix: bool = False,
     ) -> RegisteredArchive:
         """The administrative registration (§7.6): the key is stored only as its HMAC.
 
         The Archive keeps the prefixes registered with it before, and gets ``prefixes``;
-        :class:`PrefixTaken` (nothing changed) when another Archive owns one.
+        :class:`PrefixTaken` (nothing changed) when another Archive owns one — also when a new
+        Archive's own service IBI has a prefix another Archive owns: registering it would
+        silently end that ownership (owners.py: a shared service prefix has no owner), and a
+        prefix changes owner only by its owner's or the administrator's explicit act:
+        ``share_prefix`` is that act.
         """
         label = parse_label(archive_service_ibi)
         check_registration_key(registration_key)
@@ -153,6 +162,8 @@ class RegistrationService:
         wanted = check_prefixes(prefixes)
         self._refuse_owned(label.label, wanted)
         known = self.registry.get(label.label)
+        if known is None and not share_prefix:  # it would end another's ownership (issue 34)
+            self._refuse_owned(label.label, own_prefixes(forms))
         explicit = tuple(dict.fromkeys([*(known.prefixes if known else ()), *wanted]))
         self.registry.claim_prefixes(label.label, explicit)
         self.registry.register(label.label, forms, key_hash(self.pepper, registration_key))
@@ -227,7 +238,9 @@ class RegistrationService:
         request = _parse_switch({**query, "servicesubject": "inclusionRequest"})
         if isinstance(request, SwitchAnswer):
             return request
-        self.register(request.label, query["registrationkey"])
+        # Its own Archives: a data directory from before each had its own subsystem shares
+        # one prefix among them, which then has no owner (owners.py), as it always had.
+        self.register(request.label, query["registrationkey"], share_prefix=True)
         answer = self._include(request, iso_date(Decimal(int(self.clock()))))
         if answer.status == 200:
             self.on_change()

@@ -34,6 +34,7 @@ class ResolverSettings:
     max_answer_bytes: int = 256 * 1024
     name: str = "IBI resolver"
     throttle_table: str = ""  # empty: "<table>-throttle" (local mode and tests)
+    kept_table: str = ""  # the authorities' kept answers; empty: "<table>-kept" (kept.py)
     failure_limit: int = FAILURE_LIMIT
     failure_window: int = FAILURE_WINDOW
     guess_cap: int = GUESS_CAP
@@ -71,6 +72,7 @@ class ResolverSettings:
                 table=env["IBI_RESOLVER_TABLE"],
                 throttle_table=env.get("IBI_THROTTLE_TABLE")
                 or default_table(env["IBI_RESOLVER_TABLE"]),
+                kept_table=env.get("IBI_KEPT_TABLE") or f"{env['IBI_RESOLVER_TABLE']}-kept",
                 service_ibi=service.label,
                 pepper_secret_arn=env.get("IBI_PEPPER_SECRET_ARN") or None,
                 pepper_file=env.get("IBI_PEPPER_FILE") or None,

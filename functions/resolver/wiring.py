@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 from functions.resolver.acknowledgments import Acknowledgments, Delivery
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
+from functions.resolver.kept import TableKept
+from functions.resolver.kept import default_table as kept_default_table
+from functions.resolver.kept import ensure_table as ensure_kept
 from functions.resolver.network import AddressPolicy, ArchiveTransport
 from functions.resolver.pepper import FilePepper, PepperSource, SecretPepper
 from functions.resolver.queue import AckQueue, LocalQueue, SqsQueue
@@ -49,12 +52,16 @@ class Runtime:
     drainer: LocalDrainer | None  # local mode and tests only; in AWS the drain is a Lambda
 
 
-def ensure_tables(dynamodb: Any, table: str, throttle_table: str | None = None) -> None:
-    """Create the resolver's two tables if missing: the registry ``table`` and its throttle
-    table (by default ``<table>-throttle``, as the settings name it). Local mode and tests
-    only: in AWS, infra/resolver.py makes them."""
+def ensure_tables(
+    dynamodb: Any, table: str, throttle_table: str | None = None, kept_table: str | None = None
+) -> None:
+    """Create the resolver's three tables if missing: the registry ``table``, its throttle
+    table and its kept answers' table (by default ``<table>-throttle`` and ``<table>-kept``,
+    as the settings name them). Local mode and tests only: in AWS, infra/resolver.py makes
+    them."""
     ensure_registry(dynamodb, table)
     ensure_throttle(dynamodb, throttle_table or default_table(table))
+    ensure_kept(dynamodb, kept_table or kept_default_table(table))
 
 
 def pepper_source(settings: ResolverSettings, secretsmanager: Any = None) -> PepperSource:
@@ -146,7 +153,9 @@ def build(
         registration=service,
         fanout=fanout,
         acknowledgments=acknowledgments,
-        resolving=ResolvingService(fanout, acknowledgments),
+        resolving=ResolvingService(
+            fanout, acknowledgments, TableKept(dynamodb, settings.kept_table)
+        ),
         queue=queue,
         drainer=drainer,
     )

@@ -22,7 +22,12 @@ class ResolverClient(ApiClient):
     service_name = "the resolver"
 
     def register(
-        self, archive_service_ibi: str, registration_key: str, prefixes: Sequence[str] = ()
+        self,
+        archive_service_ibi: str,
+        registration_key: str,
+        prefixes: Sequence[str] = (),
+        *,
+        share_prefix: bool = False,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "archiveserviceibi": archive_service_ibi,
@@ -30,6 +35,8 @@ class ResolverClient(ApiClient):
         }
         if prefixes:
             body["prefixes"] = list(prefixes)
+        if share_prefix:
+            body["share_prefix"] = True
         answer: dict[str, Any] = self.call("POST", "/admin/archives", body)
         return answer
 

@@ -40,6 +40,12 @@ def add_resolver_commands(commands: Commands) -> None:
         help="a prefix (identification subsystem) it mints under, besides its service IBI's "
         "(repeatable; e.g. 8JMKD3MGP8W or sid.inpe.br/mtc-m18)",
     )
+    register.add_argument(
+        "--share-prefix",
+        action="store_true",
+        help="its service IBI's prefix is another Archive's (one minting subsystem serving "
+        "several Archives): register it all the same, and that prefix then has no owner",
+    )
     key_options(register)
     register.set_defaults(run=cmd_resolver_register)
     prefixes = resolver_commands.add_parser(
@@ -62,7 +68,9 @@ def _resolver_admin(args: argparse.Namespace) -> Any:
 
 
 def cmd_resolver_register(args: argparse.Namespace) -> int:
-    answer = _resolver_admin(args).register(args.archive, registration_key(args), args.prefix or [])
+    answer = _resolver_admin(args).register(
+        args.archive, registration_key(args), args.prefix or [], share_prefix=args.share_prefix
+    )
     if args.json:
         print_json(answer)
     else:

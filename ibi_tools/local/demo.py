@@ -189,13 +189,13 @@ def seed(archive_a: str, archive_b: str, minting: str, subsystem_a: str) -> list
         ),
         DemoURL(
             f"/{disputed_id}?ibiurl.requireditemstatus=Original",
-            409,
-            "two Archives claim the original (every Archive asked)",
+            302,
+            "only the original will do: the owner's (archive-b's claim changes nothing)",
         ),
         DemoURL(
             f"/{planted_id}",
-            409,
-            "archive-b plants an original of an IBI archive-a never deposited: not followed",
+            404,
+            "archive-b plants an original of an IBI archive-a never deposited: archive-a's word",
         ),
         DemoURL(f"/{unknown}", 404, "an IBI minted but deposited nowhere"),
         DemoURL(f"/{report_id}!!", 400, "a malformed persistent URL"),

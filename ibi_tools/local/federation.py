@@ -245,7 +245,7 @@ class LocalFederation:
 
         assert self._tables is not None
         tables = self._tables
-        wiring.ensure_tables(tables.client(), "ibi-resolver-archives")  # and its throttle
+        wiring.ensure_tables(tables.client(), "ibi-resolver-archives")  # throttle, kept too
         settings = ResolverSettings.from_environment(
             {
                 "IBI_RESOLVER_TABLE": "ibi-resolver-archives",

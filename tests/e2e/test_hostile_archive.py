@@ -5,10 +5,11 @@ mode's tables; three fake Archives, each registered with the administrator's API
 on with the protocol's inclusionRequest: archive-a (owns its service IBI's prefix, under which
 the IBIs below were minted; it holds none of them yet, or one original), archive-c (holds a
 copy of one of them), and a hostile Archive registered under its own prefix that answers
-"Original, here is my URL" for every IBI. The reader never ends at the hostile URL: it gets
-the copy with ``IBI-Conflict``, or the 409 page naming the hostile Archive and the owner, and
-the ``TwoOriginals`` metric is emitted. Before owners, 23 of 24 such resolutions went to the
-hostile URL (a prefix hint), with no header and no metric.
+"Original, here is my URL" for every IBI. The reader never ends at the hostile URL: the
+owner's word is the answer (404 for what it does not hold, issue 34), and with the owner down
+what it said last, with ``IBI-Conflict`` naming the hostile claim heard and the
+``TwoOriginals`` metric. Before owners, 23 of 24 such resolutions went to the hostile URL (a
+prefix hint), with no header and no metric.
 """
 
 from __future__ import annotations
@@ -127,33 +128,41 @@ def test_a_hostile_archive_never_captures_another_archives_prefix(
     hostile = FakeArchive(HOSTILE, {ibi: holding(ibi, "http://hostile.example/x") for ibi in FRESH})
     with serving(archive_a, archive_c, hostile):
         include(resolver, archive_a, archive_c, hostile)
-        status, headers, _ = get(f"{resolver}/{COPIED}")
-        assert (status, headers["location"]) == (302, "http://c.example/copy")
-        assert headers["ibi-conflict"] == (
-            f'untrusted-original; ibi="{COPIED}"; archives="{HOSTILE}"; owner="{ARCHIVE_A}"'
-        )
-        for ibi in FRESH[1:]:  # nothing but the hostile claim: 409, never its URL
+        # archive-a owns the prefix and holds none of them: its word is the answer (issue 34).
+        for ibi in FRESH:
             status, headers, body = get(f"{resolver}/{ibi}")
-            assert status == 409 and "location" not in headers
-            assert HOSTILE in body and f"{ARCHIVE_A} (owns the prefix)" in body
-        status, _, body = get(f"{resolver}/{FRESH[1]}?ibiurl.requireditemstatus=Original")
-        assert status == 409 and "owns the prefix" in body
+            assert status == 404 and "location" not in headers, (ibi, status)
+            status, _, _ = get(f"{resolver}/{ibi}?ibiurl.requireditemstatus=Original")
+            assert status == 404
+        assert hostile.requests == [] and archive_c.requests == []  # not even asked
         archive_a.answers[FRESH[2]] = holding(FRESH[2], "http://a.example/original")
-        before = len(hostile.requests)
         for _ in range(3):  # deposited at its owner: one request, the owner's
             status, headers, _ = get(f"{resolver}/{FRESH[2]}")
             assert (status, headers["location"]) == (302, "http://a.example/original")
             assert "ibi-conflict" not in headers
-        assert len(hostile.requests) == before  # not even asked
+        assert hostile.requests == []
         holdings = ResolverClient(resolver, sign=False).holdings(FRESH[2])
         assert holdings["verdict"]["untrusted_originals"] == [HOSTILE]
+        assert holdings["verdict"]["authority"] == ARCHIVE_A
+        # archive-a now answers garbage (down): what it said last is the answer, said so; the
+        # hostile claim, heard now that everyone is asked, is named and changes nothing.
+        archive_a.mode = "garbage"
+        for _ in range(3):
+            status, headers, _ = get(f"{resolver}/{FRESH[2]}")
+            assert (status, headers["location"]) == (302, "http://a.example/original")
+            assert headers["ibi-degraded"].startswith(f'authority-down; ibi="{FRESH[2]}"')
+            assert headers["ibi-conflict"] == (
+                f'untrusted-original; ibi="{FRESH[2]}"; archives="{HOSTILE}"; owner="{ARCHIVE_A}"'
+            )
+        status, headers, body = get(f"{resolver}/{FRESH[4]}")  # never resolved: nothing kept
+        assert status == 504 and "location" not in headers and "hostile.example" not in body
         # The metric the alarm watches (the workers' metrics are off in tests: the same
-        # resolution, in this process, over the same registry and the real transport).
+        # resolution, in this process, over the same tables and the real transport).
         runtime = wiring.build(settings_of(tmp_path), dynamodb=tables.client())
         resolving.metrics.clear_metrics()
-        for ibi in (COPIED, FRESH[3]):
-            url = parse_persistent_url(f"/{ibi}")
-            runtime.resolving.resolve(Lookup(url, f"{resolver}/{ibi}", "127.0.0.1", "c"))
-        assert resolving.metrics.metric_set["TwoOriginals"]["Value"] == [1.0, 1.0]
-        assert resolving.metrics.metric_set["UntrustedOriginals"]["Value"] == [1.0, 1.0]
+        url = parse_persistent_url(f"/{FRESH[2]}")
+        runtime.resolving.resolve(Lookup(url, f"{resolver}/{FRESH[2]}", "127.0.0.1", "c"))
+        assert resolving.metrics.metric_set["TwoOriginals"]["Value"] == [1.0]
+        assert resolving.metrics.metric_set["UntrustedOriginals"]["Value"] == [1.0]
+        assert resolving.metrics.metric_set["DegradedAnswers"]["Value"] == [1.0]
         resolving.metrics.clear_metrics()

@@ -18,6 +18,7 @@ from infra.resolver import (
     DRAIN_HANDLER,
     DRAIN_REGISTRY_ACTIONS,
     DRAIN_TIMEOUT,
+    KEPT_ACTIONS,
     PUBLIC_ROUTES,
     QUEUE_ACTIONS,
     REGISTRY_ACTIONS,
@@ -31,12 +32,14 @@ from tests.infra.support import SKIP_BUNDLING, Synthesized, arn_of, granted
 pytestmark = pytest.mark.infra
 
 
-@pytest.mark.parametrize(("table", "key"), [("registry", "service"), ("throttle", "counter")])
+@pytest.mark.parametrize(
+    ("table", "key"), [("registry", "service"), ("throttle", "counter"), ("kept", "request")]
+)
 def test_the_tables_are_retained_with_pitr_and_ttl(
     resolver_synthesized: Synthesized[ResolverStack], table: str, key: str
 ) -> None:
     tables = resolver_synthesized.template.find_resources("AWS::DynamoDB::Table")
-    assert len(tables) == 2  # the registry, and the wrong keys counted apart from it
+    assert len(tables) == 3  # the registry, the wrong keys counted, the authorities' answers
     construct = getattr(resolver_synthesized.stack.resolver, f"{table}_table")
     resource = tables[resolver_synthesized.logical_id(construct)]
     properties = resource["Properties"]
@@ -44,8 +47,8 @@ def test_the_tables_are_retained_with_pitr_and_ttl(
     assert properties["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]
     assert properties["BillingMode"] == "PAY_PER_REQUEST"
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-    # Every throttle record expires (throttle.py); the registry's TTL lets the throttle
-    # records an earlier version kept there expire.
+    # Every throttle record expires (throttle.py), every kept answer too (kept.py); the
+    # registry's TTL lets the throttle records an earlier version kept there expire.
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
 
 
@@ -92,6 +95,9 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
         == set(THROTTLE_ACTIONS)
         == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
     )
+    kept = resolver_synthesized.logical_id(stack.resolver.kept_table)
+    # Never a Scan: the kept answers are read and written by key (kept.py).
+    assert grants[arn_of(kept)] == set(KEPT_ACTIONS) == {"dynamodb:GetItem", "dynamodb:PutItem"}
     secret = resolver_synthesized.logical_id(stack.resolver.pepper)
     secret_actions = grants[json.dumps({"Ref": secret}, sort_keys=True)]
     assert secret_actions == {"secretsmanager:GetSecretValue"}
@@ -99,8 +105,8 @@ def test_least_privilege(resolver_synthesized: Synthesized[ResolverStack]) -> No
     assert grants[arn_of(log_group)] == {"logs:CreateLogStream", "logs:PutLogEvents"}
     queue = resolver_synthesized.logical_id(stack.resolver.acknowledgment_queue)
     assert grants[arn_of(queue)] == set(QUEUE_ACTIONS) == {"sqs:SendMessage"}
-    # the two tables, the secret, the queue, the log group: nothing else (X-Ray is off)
-    assert len(grants) == 5
+    # the three tables, the secret, the queue, the log group: nothing else (X-Ray is off)
+    assert len(grants) == 6
     everything = set().union(*grants.values())
     assert not {a for a in everything if a.endswith(":*") or a == "*"}
     assert not {a for a in everything if a.startswith("s3:")}

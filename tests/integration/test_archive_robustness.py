@@ -222,7 +222,7 @@ def start_archive(
 
 
 def include(resolver: str, service: Forms, archive: LocalGateway) -> None:
-    ResolverClient(resolver, sign=False).register(str(service.ibip), KEY)
+    ResolverClient(resolver, sign=False).register(str(service.ibip), KEY, share_prefix=True)
     pairs = [
         ("servicesubject", "inclusionRequest"),
         ("archiveaddress", archive.url.split("://", 1)[1]),

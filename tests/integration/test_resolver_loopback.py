@@ -109,7 +109,7 @@ def switch(
 def include(resolver: str, *archives: FakeArchive) -> None:
     admin = ResolverClient(resolver, sign=False)
     for archive in archives:
-        admin.register(archive.service_ibi, KEY)
+        admin.register(archive.service_ibi, KEY, share_prefix=True)  # they share prefixes
         assert switch(resolver, archive) == (
             200,
             "status.archive included\r\nstatus.confirmation successful",
@@ -164,8 +164,9 @@ def test_seed_8_2_chasing_across_archives(resolver: str) -> None:
         assert (
             status == 302 and headers["location"] == "http://b.example/metadata.cgi?choice=oai_dc"
         )
-        assert [r["parsedibiurl.ibi"] for r in b.requests] == [ITEM, NEXT]
-        assert b.requests[1]["parsedibiurl.verblist"] == "GetLastEdition GetMetadata(oai_dc)"
+        # ITEM's owner (a) answers for it alone; NEXT's prefix has no owner: everyone is asked.
+        assert [r["parsedibiurl.ibi"] for r in b.requests] == [NEXT]
+        assert b.requests[0]["parsedibiurl.verblist"] == "GetLastEdition GetMetadata(oai_dc)"
 
 
 def test_slow_dead_and_garbage_archives_do_not_stop_resolution(resolver: str) -> None:
@@ -185,18 +186,33 @@ def test_slow_dead_and_garbage_archives_do_not_stop_resolution(resolver: str) ->
 
 
 def test_two_claimed_originals_is_409_naming_suspects(resolver: str) -> None:
-    liar = FakeArchive("LK47B6W/362SFKH", {ITEM: holding(ITEM, "http://liar.example/x")})
-    honest = FakeArchive("8JMKD3MGP8W/3FSUP4L", {ITEM: holding(ITEM, "http://honest.example/x")})
+    """For a prefix no Archive owns, two claims of the original are the spec's 409; for an
+    owned prefix the owner's original is served, the stranger's claim changes nothing."""
+    unowned = "3SJEG8DTKW/35MMLL8"
+    liar = FakeArchive(
+        "LK47B6W/362SFKH",
+        {ITEM: holding(ITEM, "http://liar.example/x"), unowned: holding(unowned, "http://l/x")},
+    )
+    honest = FakeArchive(
+        "8JMKD3MGP8W/3FSUP4L",
+        {ITEM: holding(ITEM, "http://honest.example/x"), unowned: holding(unowned, "http://h/x")},
+    )
     with serving(liar, honest):
         include(resolver, liar, honest)
-        status, headers, body = get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")
+        status, headers, body = get(f"{resolver}/{unowned}?ibiurl.requireditemstatus=Original")
         assert status == 409 and headers["content-type"].startswith("text/html")
         assert "LK47B6W/362SFKH" in body and "8JMKD3MGP8W/3FSUP4L" in body
         assert all(
             "parsedibiurl.requireditemstatus" not in r for r in liar.requests + honest.requests
         )
-        status, _, _ = get(f"{resolver}/{ITEM}")  # without the requirement: one of them
-        assert status == 302
+        locations = set()
+        for _ in range(4):  # without the requirement: the same one every time, and said so
+            status, headers, _ = get(f"{resolver}/{unowned}")
+            assert status == 302 and headers["ibi-conflict"].startswith("two-originals")
+            locations.add(headers["location"])
+        assert locations == {"http://h/x"}  # 8JMKD3MGP8W/3FSUP4L: the first by service IBI
+        status, headers, _ = get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")
+        assert status == 302 and headers["location"] == "http://honest.example/x"  # its owner
 
 
 def test_every_alert_of_section_7_7(resolver: str) -> None:
@@ -218,8 +234,11 @@ def test_every_alert_of_section_7_7(resolver: str) -> None:
     silent = FakeArchive("LK47B6W/362SFKH", delay=5)
     with serving(silent):
         include(resolver, silent)
-        # a's address is now closed (connection refused) and silent is too slow
-        status, _, _ = get(f"{resolver}/{ITEM}")
+        # a's address is now closed (connection refused) and silent is too slow: what a said
+        # last of ITEM is the answer, said so; of an IBI never resolved nothing is kept: 504
+        status, headers, _ = get(f"{resolver}/{ITEM}")
+        assert status == 410 and headers["ibi-degraded"].startswith("authority-down")
+        status, _, _ = get(f"{resolver}/8JMKD3MGP8W/35MMLL9")
         assert status == 504
 
 
@@ -348,10 +367,10 @@ def test_location_hints_ask_the_likely_archive_first(resolver: str) -> None:
         new = sum(len(a.requests) for a in others) - sum(asked_before)
         assert new < 3 * 6
         assert len(holder.requests) == 10
-        # Never with the original required: then every Archive is asked.
+        # With the original required too: the owner's word is the answer (issue 34).
         before = [len(a.requests) for a in others]
         assert get(f"{resolver}/{ITEM}?ibiurl.requireditemstatus=Original")[0] == 302
-        assert [len(a.requests) for a in others] == [b + 1 for b in before]
+        assert [len(a.requests) for a in others] == before
 
 
 def test_an_archive_configured_to_join_switches_itself_on(resolver: str, local_tables: Any) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from functions.resolver import negotiation, pages
 from functions.resolver.holdings import prefers_json
-from functions.resolver.resolution import parse_accept_language
+from functions.resolver.languages import parse_accept_language
 from functions.shared.headers import MAX_RANGES, accept_ranges, link_target, prefers, quality
 
 

@@ -123,7 +123,9 @@ def invoke(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def include(archive: str) -> None:
-    body = json.dumps({"archiveserviceibi": archive, "registrationkey": KEY}).encode()
+    body = json.dumps(  # the Archives here share a prefix: none of them owns it
+        {"archiveserviceibi": archive, "registrationkey": KEY, "share_prefix": True}
+    ).encode()
     registered = invoke(event("POST", "/admin/archives", body=body))
     assert registered["statusCode"] == 200, registered["body"]
     query = (

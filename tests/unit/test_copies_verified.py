@@ -33,8 +33,8 @@ from functions.archive.mapping import item_from_mapping, item_to_mapping
 from functions.archive.model import CopyCheck, Forms
 from functions.archive.outbound import ResolverHoldings
 from functions.archive.service import DiffersFromOriginal
+from functions.resolver.authority import ArchiveAnswer, Trust
 from functions.resolver.holdings import HoldingsView, holding_of
-from functions.resolver.resolution import ArchiveAnswer, Trust
 from functions.shared.addresses import AddressPolicy
 from ibi.client import ApiError, Raw
 from ibi.core.holdings import REQUEST_PAIR

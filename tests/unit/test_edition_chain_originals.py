@@ -3,14 +3,16 @@
 O1 (original in archive-a) -> E2 (original in archive-b; an older copy of E2 in archive-a,
 made before E3 existed) -> E3 (original in archive-a). archive-a answers ``O1!`` through its
 copy of E2, which knows no next edition: ``url.lastedition`` is that copy's. ``O1!`` led to
-E2's copy every time; the last edition is E3, as E2's original says.
+E2's copy every time; the last edition is E3, as E2's original says. With archive-b down,
+what archive-b said last answers (issue 34), never the old copy.
 """
 
 from __future__ import annotations
 
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Found, Resolver
+from functions.resolver.kept import MemoryKept
+from functions.resolver.resolution import AUTHORITY_DOWN, Alert, Found, Resolver
 from ibi.core.persistent_url import parse_persistent_url
 from tests.fakes_resolver import MemoryRegistry
 from tests.unit.test_owner_first import PerIBI
@@ -58,12 +60,23 @@ def test_the_last_edition_is_what_the_originals_say_not_a_middle_editions_copy()
         assert found.ibi == E3
 
 
-def test_the_copy_is_the_answer_when_the_chain_leads_nowhere_else() -> None:
-    """E2's original's Archive down: the old copy of E2 is the best there is."""
-    found = Resolver(fanout_of(ANSWERS, down={ARCHIVE_B}).for_request("r")).resolve(
-        parse_persistent_url(f"/{O1}!"), "192.0.2.9"
-    )
-    assert isinstance(found, Found) and found.url == "http://a.example/e2-copy"
+def test_with_e2s_authority_down_the_kept_chain_answers_never_the_old_copy() -> None:
+    """Issue 34, rule 3: E2's authority (archive-b) down. The old copy of E2 in archive-a is
+    never the answer (it knows no later edition): the resolver answers what archive-b said
+    last, and says so; with nothing kept, 504 naming the copy it did not follow."""
+    kept = MemoryKept()
+    url = parse_persistent_url(f"/{O1}!")
+    up = Resolver(fanout_of(ANSWERS).for_request("r"), kept=kept).resolve(url, "192.0.2.9")
+    assert isinstance(up, Found) and up.url == "http://a.example/e3" and up.degraded == ()
+    down = fanout_of(ANSWERS, down={ARCHIVE_B})
+    found = Resolver(down.for_request("r"), kept=kept).resolve(url, "192.0.2.9")
+    assert isinstance(found, Found) and found.url == "http://a.example/e3", found
+    assert [(d.kind, d.ibi, d.authority) for d in found.degraded] == [
+        (AUTHORITY_DOWN, E2, ARCHIVE_B)
+    ]
+    cold = Resolver(down.for_request("r"), kept=MemoryKept()).resolve(url, "192.0.2.9")
+    assert isinstance(cold, Alert) and cold.status == 504, cold
+    assert cold.copies == (f"{ARCHIVE_A} at a.example:80 (says it holds a copy; not verified)",)
 
 
 def test_an_original_last_edition_is_taken_at_once() -> None:

@@ -138,7 +138,9 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
 
 
 def register(archive: str) -> None:
-    body = json.dumps({"archiveserviceibi": archive, "registrationkey": KEY}).encode()
+    body = json.dumps(
+        {"archiveserviceibi": archive, "registrationkey": KEY, "share_prefix": True}
+    ).encode()  # A, B and C share a prefix: none of them owns it
     assert invoke("POST", "/admin/archives", body=body)["statusCode"] == 200
     host = archive[-1].lower() + ".example.org"
     query = (

@@ -1,13 +1,17 @@
 """Owner first (issue 24): the owner of an IBI's prefix is asked alone first, a transfer record
-leads to where the original went, and a claim from anyone else is never followed."""
+leads to where the original went, and a claim from anyone else is never followed; the owner's
+answer is the answer (issue 34): a stranger's claim changes nothing, also with the original
+required, and with the owner down what it said last is given, said so."""
 
 from __future__ import annotations
 
 from functions.resolver import resolving
 from functions.resolver.acknowledgments import Acknowledgments
+from functions.resolver.authority import Trust
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Alert, Found, Resolver, Trust
+from functions.resolver.kept import MemoryKept
+from functions.resolver.resolution import AUTHORITY_DOWN, Alert, Found, Resolver
 from functions.resolver.resolving import Lookup, Redirect, Refusal, ResolvingService
 from ibi.core.persistent_url import parse_persistent_url
 from tests.fakes_resolver import MemoryRegistry, ScriptedTransport
@@ -112,12 +116,23 @@ def test_a_chain_of_transfer_records_is_followed_from_the_owner() -> None:
     assert transport.rounds == [[OWNER], [RECEIVER], [COPIER]]
 
 
-def test_c_the_owner_down_fans_out_and_a_copy_is_found() -> None:
-    fanout, transport = federation({COPIER: {ITEM: copy(ITEM, "copier")}}, down={OWNER})
-    found = resolve(fanout, f"/{ITEM}")
-    assert isinstance(found, Found) and found.url == f"http://copier/{ITEM}"
+def test_c_the_owner_down_answers_what_it_said_last_never_a_strangers_copy() -> None:
+    """Issue 34, rule 3: the owner down. Nothing kept: 504, naming the copy it did not follow
+    (nothing vouches for it). Kept from when the owner answered: that answer, said so."""
+    answers = {OWNER: {ITEM: original(ITEM, "owner")}, COPIER: {ITEM: copy(ITEM, "copier")}}
+    fanout, transport = federation(answers, down={OWNER})
+    alert = resolve(fanout, f"/{ITEM}")
+    assert isinstance(alert, Alert) and alert.status == 504
+    assert alert.copies == (f"{COPIER} at lk47.example:80 (says it holds a copy; not verified)",)
     assert transport.rounds == [[OWNER], [HOSTILE, RECEIVER, COPIER]]  # (registry order)
-    assert found.conflicts == ()
+    kept = MemoryKept()
+    up, _ = federation(answers)
+    url = parse_persistent_url(f"/{ITEM}")
+    assert isinstance(Resolver(up.for_request("r"), kept=kept).resolve(url, "1.2.3.4"), Found)
+    found = Resolver(fanout.for_request("r"), kept=kept).resolve(url, "1.2.3.4")
+    assert isinstance(found, Found) and found.url == f"http://owner/{ITEM}"
+    assert [(d.kind, d.authority) for d in found.degraded] == [(AUTHORITY_DOWN, OWNER)]
+    assert found.answer.pairs is not None and "urlkey" not in found.answer.pairs  # no count
 
 
 def test_d_a_prefix_without_owner_fans_out_as_before() -> None:
@@ -128,34 +143,26 @@ def test_d_a_prefix_without_owner_fans_out_as_before() -> None:
     assert found.answer.trust is Trust.UNOWNED
 
 
-def test_a_hostile_claim_is_never_followed_and_is_named() -> None:
-    """The owner holds nothing yet (minted, not deposited); a copy exists elsewhere; the
-    hostile Archive claims the original: the reader gets the copy, with the conflict."""
-    fanout, _ = federation({COPIER: {ITEM: copy(ITEM, "copier")}, HOSTILE: hostile_answers()})
-    found = resolve(fanout, f"/{ITEM}")
-    assert isinstance(found, Found) and found.url == f"http://copier/{ITEM}"
-    [conflict] = found.conflicts
-    assert (conflict.kind, conflict.archives, conflict.owner) == (
-        "untrusted-original",
-        (HOSTILE,),
-        OWNER,
+def test_a_hostile_claim_never_changes_the_owners_answer() -> None:
+    """Issue 34, rule 2: the owner holds nothing yet (minted, not deposited); a stranger holds
+    a "copy" and the hostile Archive claims the original: the owner's word is the answer (404),
+    and the others are not even asked."""
+    fanout, transport = federation(
+        {COPIER: {ITEM: copy(ITEM, "copier")}, HOSTILE: hostile_answers()}
     )
-
-
-def test_a_hostile_claim_alone_is_a_409_naming_it_and_the_owner() -> None:
-    fanout, _ = federation({HOSTILE: hostile_answers()})
     alert = resolve(fanout, f"/{ITEM}")
-    assert isinstance(alert, Alert) and alert.status == 409
-    assert any(HOSTILE in suspect for suspect in alert.suspects)
-    assert f"{OWNER} (owns the prefix)" in alert.suspects
+    assert isinstance(alert, Alert) and alert.status == 404 and alert.title == "Unknown IBI"
+    assert transport.rounds == [[OWNER]]
 
 
-def test_with_the_original_required_a_hostile_claim_is_a_409_and_everyone_is_asked() -> None:
-    fanout, transport = federation({OWNER: {ITEM: copy(ITEM, "owner")}, HOSTILE: hostile_answers()})
-    alert = resolve(fanout, f"/{ITEM}?ibiurl.requireditemstatus=Original")
-    assert isinstance(alert, Alert) and alert.status == 409
-    assert transport.rounds == [[OWNER, HOSTILE, RECEIVER, COPIER]]  # the spec: every claim
-    assert "owns the prefix" in alert.message or any("owns" in s for s in alert.suspects)
+def test_with_the_original_required_the_authoritys_original_is_served() -> None:
+    """Issue 34, rule 2: a stranger's claim never turns the owner's answer into a 409."""
+    fanout, transport = federation(
+        {OWNER: {ITEM: original(ITEM, "owner")}, HOSTILE: hostile_answers()}
+    )
+    found = resolve(fanout, f"/{ITEM}?ibiurl.requireditemstatus=Original")
+    assert isinstance(found, Found) and found.url == f"http://owner/{ITEM}"
+    assert transport.rounds == [[OWNER]]
 
 
 def test_with_the_original_required_the_owners_original_is_found() -> None:
@@ -179,36 +186,43 @@ class Queue:
 def test_the_issues_24_resolutions_never_end_at_the_hostile_archive() -> None:
     """Issue 24, item 1: after the hostile Archive alone answered for one fresh IBI of the
     owner's prefix, 23 of 24 resolutions went to it (a prefix hint). Now none does: each is
-    a 409 naming it (nothing else holds them), or the owner's original once deposited."""
+    the owner's 404 (it holds none of them), then the owner's original once deposited."""
     fanout, transport = federation({HOSTILE: hostile_answers()})
     service = ResolvingService(fanout, Acknowledgments(Queue(), fanout.directory))
-    resolving.metrics.clear_metrics()
     outcomes = []
     for ibi in FRESH:
         url = parse_persistent_url(f"/{ibi}")
         outcomes.append(service.resolve(Lookup(url, f"http://r.example/{ibi}", "1.2.3.4", "c")))
-    assert all(isinstance(o, Refusal) and o.alert.status == 409 for o in outcomes)
-    assert resolving.metrics.metric_set["TwoOriginals"]["Value"] == [1.0] * len(FRESH)
+    assert all(isinstance(o, Refusal) and o.alert.status == 404 for o in outcomes)
     assert fanout.hints.likely(FRESH[0]) is None  # nothing learned from an untrusted claim
     transport.by_ibi[OWNER] = {ibi: original(ibi, "owner") for ibi in FRESH}  # deposited
-    transport.rounds.clear()
     for ibi in FRESH:
         url = parse_persistent_url(f"/{ibi}")
         answer = service.resolve(Lookup(url, f"http://r.example/{ibi}", "1.2.3.4", "c"))
         assert isinstance(answer, Redirect) and answer.url == f"http://owner/{ibi}"
-    assert transport.rounds == [[OWNER]] * len(FRESH)  # the hostile Archive is not even asked
-    resolving.metrics.clear_metrics()
+    assert transport.rounds == [[OWNER]] * (2 * len(FRESH))  # the hostile one is never asked
 
 
-def test_a_copy_with_a_hostile_claim_carries_the_conflict_header_and_metric() -> None:
-    fanout, _ = federation({COPIER: {ITEM: copy(ITEM, "copier")}, HOSTILE: hostile_answers()})
-    service = ResolvingService(fanout, Acknowledgments(Queue(), fanout.directory))
+def test_a_claim_heard_while_the_owner_is_down_is_named_in_the_header() -> None:
+    """With the owner down everyone is asked: the hostile claim is heard, named in
+    ``IBI-Conflict`` and counted, and changes nothing (the owner's kept answer)."""
+    kept = MemoryKept()
+    answers = {OWNER: {ITEM: original(ITEM, "owner")}, HOSTILE: hostile_answers()}
+    up, _ = federation(answers)
+    ResolvingService(up, Acknowledgments(Queue(), up.directory), kept).resolve(
+        Lookup(parse_persistent_url(f"/{ITEM}"), f"http://r.example/{ITEM}", "1.2.3.4", "c")
+    )
+    fanout, _ = federation(answers, down={OWNER})
+    service = ResolvingService(fanout, Acknowledgments(Queue(), fanout.directory), kept)
     resolving.metrics.clear_metrics()
     url = parse_persistent_url(f"/{ITEM}")
     answer = service.resolve(Lookup(url, f"http://r.example/{ITEM}", "1.2.3.4", "c"))
-    assert isinstance(answer, Redirect) and answer.url == f"http://copier/{ITEM}"
+    assert isinstance(answer, Redirect) and answer.url == f"http://owner/{ITEM}"
     assert answer.headers["IBI-Conflict"] == (
         f'untrusted-original; ibi="{ITEM}"; archives="{HOSTILE}"; owner="{OWNER}"'
+    )
+    assert answer.headers["IBI-Degraded"].startswith(
+        f'authority-down; ibi="{ITEM}"; archive="{OWNER}"; kept="'
     )
     assert resolving.metrics.metric_set["TwoOriginals"]["Value"] == [1.0]
     assert resolving.metrics.metric_set["UntrustedOriginals"]["Value"] == [1.0]
@@ -222,14 +236,12 @@ def test_a_record_naming_an_archive_not_registered_is_not_followed() -> None:
     )
     found = resolve(fanout, f"/{ITEM}")
     assert isinstance(found, Found) and found.url == f"http://owner/{ITEM}"  # the owner's copy
-    assert transport.rounds[0] == [OWNER] and [c.kind for c in found.conflicts] == [
-        "untrusted-original"
-    ]
+    assert transport.rounds == [[OWNER]] and found.conflicts == ()
 
 
 def test_only_a_trusted_archives_record_is_followed() -> None:
     """An untrusted Archive's record cannot make another Archive trusted: with the owner
-    down, COPIER's claim stays a suspect (a copy is what the reader gets)."""
+    down and nothing kept, COPIER's claim stays a suspect, and nothing is followed."""
     fanout, _ = federation(
         {
             COPIER: {ITEM: original(ITEM, "copier")},
@@ -237,9 +249,9 @@ def test_only_a_trusted_archives_record_is_followed() -> None:
         },
         down={OWNER},
     )
-    found = resolve(fanout, f"/{ITEM}")
-    assert isinstance(found, Found) and found.url == f"http://receiver/{ITEM}"
-    assert [c.archives for c in found.conflicts] == [(COPIER,)]
+    alert = resolve(fanout, f"/{ITEM}")
+    assert isinstance(alert, Alert) and alert.status == 504
+    assert [c.archives for c in alert.conflicts] == [(COPIER,)]
 
 
 def test_the_holdings_view_names_the_untrusted_claim() -> None:

@@ -1,6 +1,6 @@
 """The owner's head start (issue 24, item 7): a slow or silent owner is asked alone only for a
-while, then everyone else too, in the same round; the owner's trusted answer still wins when
-it comes within the round, and an untrusted claim of the original is never followed.
+while, then everyone else too, in the same round; the round waits for the owner, whose answer
+is the answer (issue 34), and an untrusted claim of the original is never followed.
 
 Scripted Archives on a fake clock (``ScriptedTransport.delays``, seconds): no socket, no
 sleeping.
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from functions.resolver.authority import Trust
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut, OwnerPace
 from functions.resolver.network import Lead, Outcome
-from functions.resolver.resolution import Alert, Found, Resolver, Trust
+from functions.resolver.resolution import Alert, Found, Resolver
 from ibi.core.persistent_url import parse_persistent_url
 from tests.fakes_resolver import MemoryRegistry, ScriptedTransport
 from tests.unit.test_owner_first import (
@@ -76,14 +77,16 @@ def test_an_owner_answering_within_its_head_start_is_the_only_archive_asked() ->
 
 
 def test_a_slow_owner_has_everyone_else_asked_after_its_head_start() -> None:
+    """The others are asked once the head start is over, in the same round, but the round
+    waits for the owner: its word (it holds nothing) is the answer, not the copy's."""
     fanout, transport = federation(
         {OWNER: NOTHING, COPIER: copy(ITEM, "copier")}, {OWNER: 2.5, COPIER: 0.02}
     )
-    found = resolve(fanout)
-    assert isinstance(found, Found) and found.url == f"http://copier/{ITEM}"
+    alert = resolve(fanout)
+    assert isinstance(alert, Alert) and alert.status == 404 and alert.title == "Unknown IBI"
     assert transport.rounds == [[OWNER], EVERYONE_ELSE]  # the owner, then the rest …
     assert len(transport.leads) == 1  # … in one round: the owner is still heard in it
-    assert fanout.requests_made == 4 and found.conflicts == ()
+    assert fanout.requests_made == 4 and alert.conflicts == ()
 
 
 def test_the_owners_original_within_the_round_wins_over_a_copy() -> None:
@@ -113,30 +116,29 @@ def test_a_slow_owners_transfer_record_is_followed_in_the_same_round() -> None:
 
 def test_a_hostile_original_is_never_followed_while_the_owner_is_slow() -> None:
     """The hostile claim comes at once after the head start, the owner's word much later: the
-    owner is waited for (asked again, alone), and the reader gets the copy, with the
-    conflict named."""
+    owner is waited for, its word is the answer, and the claim heard is named."""
     fanout, transport = federation(
         {OWNER: NOTHING, HOSTILE: original(ITEM, "hostile"), COPIER: copy(ITEM, "copier")},
         {OWNER: 2.5, COPIER: 0.03},
     )
-    found = resolve(fanout)
-    assert isinstance(found, Found) and found.url == f"http://copier/{ITEM}"
-    assert [(c.kind, c.archives) for c in found.conflicts] == [("untrusted-original", (HOSTILE,))]
-    assert transport.rounds == [[OWNER], EVERYONE_ELSE, [OWNER]]
+    alert = resolve(fanout)
+    assert isinstance(alert, Alert) and alert.status == 404
+    assert [(c.kind, c.archives) for c in alert.conflicts] == [("untrusted-original", (HOSTILE,))]
+    assert transport.rounds == [[OWNER], EVERYONE_ELSE]
 
 
-def test_a_hostile_original_alone_with_the_owner_down_is_a_409() -> None:
+def test_a_hostile_original_alone_with_the_owner_down_is_never_followed() -> None:
     fanout, _ = federation({HOSTILE: original(ITEM, "hostile")}, {})  # the owner never answers
     alert = resolve(fanout)
-    assert isinstance(alert, Alert) and alert.status == 409
-    assert f"{OWNER} (owns the prefix)" in alert.suspects
+    assert isinstance(alert, Alert) and alert.status == 504
+    assert [c.archives for c in alert.conflicts] == [(HOSTILE,)] and alert.copies == ()
 
 
 def test_an_owner_that_did_not_answer_is_asked_with_everyone_until_it_answers() -> None:
     fanout, transport = federation({COPIER: copy(ITEM, "copier")}, {})  # the owner is down
     for _ in range(3):
-        found = resolve(fanout)
-        assert isinstance(found, Found) and found.url == f"http://copier/{ITEM}"
+        alert = resolve(fanout)  # nothing kept of it: the copy is named, not followed
+        assert isinstance(alert, Alert) and alert.status == 504
     # 1 s alone the first time; then no head start: everyone at once, the owner with them.
     assert [lead.head_start if lead else None for lead in transport.leads] == [1.0, 0.0, 0.0]
     transport.answers[OWNER] = original(ITEM, "owner")  # back

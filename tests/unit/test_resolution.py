@@ -7,18 +7,14 @@ from collections.abc import Sequence
 import pytest
 
 from functions.resolver.acknowledgments import acknowledgment_pairs
-from functions.resolver.resolution import (
-    Alert,
-    ArchiveAnswer,
-    Found,
-    Patience,
-    Resolver,
+from functions.resolver.authority import ArchiveAnswer
+from functions.resolver.languages import (
     choose_language,
     lookup,
     parse_accept_language,
-    patience,
     prefix_match,
 )
+from functions.resolver.resolution import Alert, Found, Patience, Resolver, never, patience
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, parse_pair_list
 from ibi.core.persistent_url import parse_persistent_url
@@ -304,7 +300,7 @@ def test_answers_are_pair_lists_of_the_spec() -> None:
 
 
 def test_languages_are_read_from_compound_relations() -> None:
-    from functions.resolver.resolution import languages_offered
+    from functions.resolver.languages import languages_offered
 
     pairs = parse_pair_list(
         "url.translation(en).lastedition http://a/en\nibi.translation(pt-BR).metadata {ibip LK47B6W/362SFKH}\n"
@@ -326,9 +322,11 @@ def test_the_first_usable_answer_may_end_a_round_unless_all_must_be_seen() -> No
     assert wait.preferred(parse_pair_list(answer("Original", "http://a/x")))
     assert not wait.preferred(parse_pair_list(answer("Copy", "http://a/x")))
     resolve(archives, "/LK47B6W/362SFKH?ibiurl.requireditemstatus=Original")
-    assert archives.enough[-1] is None  # two claimed originals must still be caught
+    required = archives.enough[-1]  # two claimed originals must still be caught: every
+    assert required is not None and required.usable is never  # Archive is waited for
     resolve(archives, "/LK47B6W/362SFKH+", "en")
-    assert archives.enough[-1] is None  # the language is chosen among every answer
+    bare = archives.enough[-1]  # the language is chosen among every answer
+    assert bare is not None and bare.usable is never
 
 
 def test_location_hints_by_ibi_only_bounded() -> None:

@@ -34,8 +34,9 @@ from functions.archive.holdings import with_holdings
 from functions.archive.service import ArchiveService
 from functions.archive.views import ArchiveViews
 from functions.resolver import bibliography, handler, wiring
+from functions.resolver.authority import ArchiveAnswer, Trust
 from functions.resolver.network import Outcome, Request
-from functions.resolver.resolution import ArchiveAnswer, Resolver, Trust
+from functions.resolver.resolution import Resolver
 from functions.resolver.settings import ResolverSettings
 from functions.resolver.wiring import ensure_tables
 from ibi.core import citation
@@ -279,7 +280,9 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archives]:
 
 
 def register(archive: str) -> None:
-    body = json.dumps({"archiveserviceibi": archive, "registrationkey": KEY}).encode()
+    body = json.dumps(  # the Archives here share a prefix: none of them owns it
+        {"archiveserviceibi": archive, "registrationkey": KEY, "share_prefix": True}
+    ).encode()
     assert invoke("/admin/archives", method="POST", body=body)["statusCode"] == 200
     host = archive[-1].lower() + ".example.org"
     query = (

@@ -12,9 +12,10 @@ from functions.archive.mapping import item_from_mapping, item_to_mapping
 from functions.archive.model import Forms, State
 from functions.archive.protocol import ArchiveIdentity, ProtocolService
 from functions.archive.views import ArchiveViews
+from functions.resolver.authority import Trust
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.fanout import FanOut
-from functions.resolver.resolution import Found, Resolver, Trust
+from functions.resolver.resolution import Found, Resolver
 from ibi.core.pairlist import format_pair_list
 from ibi.core.persistent_url import parse_persistent_url
 from ibi.core.transfers import moved_to

@@ -244,7 +244,7 @@ def test_the_holdings_view_shows_each_archives_figures_and_their_sum(
 
 def test_an_archive_that_does_not_report_figures_adds_nothing() -> None:
     pairs = parse_pair_list("state Original\r\nibi {ibip X}\r\nurl https://x.example.org/\r\n")
-    from functions.resolver.resolution import ArchiveAnswer
+    from functions.resolver.authority import ArchiveAnswer
 
     view = HoldingsView("X", [holding_of(ArchiveAnswer("A", "x.example.org", pairs))])
     assert view.to_mapping()["usage"] == {"total": 0, "months": {}}
@@ -252,7 +252,7 @@ def test_an_archive_that_does_not_report_figures_adds_nothing() -> None:
 
 
 def test_an_untrusted_claim_of_the_original_adds_nothing_to_the_sum() -> None:
-    from functions.resolver.resolution import ArchiveAnswer, Trust
+    from functions.resolver.authority import ArchiveAnswer, Trust
 
     def answer(archive: str, total: int, trust: Trust) -> ArchiveAnswer:
         pairs = parse_pair_list(

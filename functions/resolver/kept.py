@@ -1,0 +1,176 @@
+"""What each authority last said (issue 34, rule 3): kept answers, by request.
+
+When the authority of an IBI does not answer (it failed, timed out, or is switched off), the
+resolver answers from what that authority last answered to the same request — the IBI, the
+verb list and the file path (``resolution.kept_key``) — and says so (``IBI-Degraded``). Only an
+authority's answers are kept (``resolution.Resolver``); a stranger's never are.
+
+Kept in a DynamoDB table of their own, shared by every execution environment, one item per
+request (GetItem and PutItem only, never a Scan), each expiring ``TTL_SECONDS`` after it was
+last written; in front of it a bounded memory of this environment, so that an answer that did
+not change costs no write: the table is written when the answer differs from the one this
+environment last kept, or when that was written more than ``REFRESH_SECONDS`` ago (so that an
+unchanged answer never expires while it is being given). A table that fails is logged and
+costs the resolution nothing: keeping is a safety net, never on the answer's path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+
+from functions.resolver.resolution import Kept
+from functions.shared import dynamo
+from functions.shared.dynamo import AWS_ERRORS
+from ibi.core.dates import iso_date
+from ibi.core.errors import InvalidInput
+from ibi.core.pairlist import PairList, format_pair_list, parse_pair_list
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+else:
+    DynamoDBClient = Any
+
+logger = Logger(service="resolver", child=True)
+
+TTL_ATTRIBUTE = "expires_at"
+TTL_SECONDS = 30 * 86400  # an answer not given for 30 days is forgotten
+REFRESH_SECONDS = 86400  # an unchanged answer is written again after a day
+CAPACITY = 10_000  # requests remembered by one execution environment
+TABLE_SCHEMA: dict[str, Any] = {
+    "KeySchema": [{"AttributeName": "request", "KeyType": "HASH"}],
+    "AttributeDefinitions": [{"AttributeName": "request", "AttributeType": "S"}],
+}
+
+
+def default_table(registry_table: str) -> str:
+    """The kept answers' table name when the settings give none (local mode and tests)."""
+    return f"{registry_table}-kept"
+
+
+class MemoryKept:
+    """Kept answers in this process only, bounded (least recently used out): tests, and the
+    memory in front of :class:`TableKept`."""
+
+    def __init__(self, capacity: int = CAPACITY, clock: Callable[[], float] = time.time) -> None:
+        self._capacity = capacity
+        self._clock = clock
+        self._items: OrderedDict[str, tuple[Kept, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Kept | None:
+        with self._lock:
+            held = self._items.get(key)
+            if held is None:
+                return None
+            self._items.move_to_end(key)
+            return held[0]
+
+    def written(self, key: str) -> float | None:
+        """When ``key`` was last kept here (epoch seconds), if it is."""
+        with self._lock:
+            held = self._items.get(key)
+            return held[1] if held is not None else None
+
+    def keep(self, key: str, archive: str, address: str, pairs: PairList) -> None:
+        now = self._clock()
+        self.put(key, Kept(archive, address, pairs, iso_date(Decimal(int(now)))), now)
+
+    def put(self, key: str, kept: Kept, at: float) -> None:
+        with self._lock:
+            self._items[key] = (kept, at)
+            self._items.move_to_end(key)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+
+def _same(a: Kept, archive: str, address: str, pairs: PairList) -> bool:
+    return a.archive == archive and a.address == address and a.pairs == pairs
+
+
+class TableKept:
+    """:class:`~functions.resolver.resolution.KeptAnswers` in a DynamoDB table, with this
+    environment's memory in front (module notes)."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        *,
+        memory: MemoryKept | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._table = table
+        self._clock = clock
+        self.memory = memory or MemoryKept(clock=clock)
+
+    def get(self, key: str) -> Kept | None:
+        found = self.memory.get(key)
+        if found is not None:
+            return found
+        try:
+            item = self._client.get_item(TableName=self._table, Key=_key(key)).get("Item")
+        except AWS_ERRORS as error:
+            logger.warning("kept answer not read", extra={"problem": str(error)[:200]})
+            return None
+        kept = _kept(item)
+        if kept is not None:
+            self.memory.put(key, kept, 0.0)  # read, not written: the next keep writes
+        return kept
+
+    def keep(self, key: str, archive: str, address: str, pairs: PairList) -> None:
+        now = self._clock()
+        held, written = self.memory.get(key), self.memory.written(key)
+        fresh = written is not None and now - written < REFRESH_SECONDS
+        if held is not None and fresh and _same(held, archive, address, pairs):
+            return  # unchanged, and written lately: nothing to write
+        kept = Kept(archive, address, pairs, iso_date(Decimal(int(now))))
+        try:
+            self._client.put_item(TableName=self._table, Item=_item(key, kept, int(now)))
+        except AWS_ERRORS as error:
+            logger.warning("answer not kept", extra={"problem": str(error)[:200]})
+            return
+        self.memory.put(key, kept, now)
+
+
+def _key(key: str) -> dict[str, Any]:
+    return {"request": {"S": key}}
+
+
+def _item(key: str, kept: Kept, now: int) -> dict[str, Any]:
+    return {
+        **_key(key),
+        "archive": {"S": kept.archive},
+        "address": {"S": kept.address},
+        "pairs": {"S": format_pair_list(kept.pairs)},
+        "at": {"S": kept.at},
+        TTL_ATTRIBUTE: {"N": str(now + TTL_SECONDS)},
+    }
+
+
+def _kept(item: dict[str, Any] | None) -> Kept | None:
+    """The kept answer of a table item (None: none, or one that no longer reads)."""
+    if not item:
+        return None
+    try:
+        return Kept(
+            archive=item["archive"]["S"],
+            address=item.get("address", {}).get("S", ""),
+            pairs=parse_pair_list(item["pairs"]["S"]),
+            at=item.get("at", {}).get("S", ""),
+        )
+    except (KeyError, TypeError, InvalidInput):
+        return None
+
+
+def ensure_table(client: DynamoDBClient, name: str) -> None:
+    """Create the kept answers' table if missing, TTL on ``expires_at``, as CDK makes it in
+    AWS (local mode and tests only)."""
+    dynamo.ensure_table(client, name, TABLE_SCHEMA, ttl=TTL_ATTRIBUTE)
