@@ -245,6 +245,8 @@ def register() -> Response[str]:
         REGISTRATION_FIELDS <= set(data) <= REGISTRATION_FIELDS | REGISTRATION_OPTIONS
     ):
         raise BadRegistration(SEND)
+    if not isinstance(data.get("share_prefix", False), bool):
+        raise BadRegistration('"share_prefix" is true or false')
     registration = wiring.runtime().registration
     try:
         registered = registration.register(

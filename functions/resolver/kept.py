@@ -10,7 +10,8 @@ request (GetItem and PutItem only, never a Scan), each expiring ``TTL_SECONDS`` 
 last written; in front of it a bounded memory of this environment, so that an answer that did
 not change costs no write: the table is written when the answer differs from the one this
 environment last kept, or when that was written more than ``REFRESH_SECONDS`` ago (so that an
-unchanged answer never expires while it is being given). A table that fails is logged and
+unchanged answer never expires while it is being given), and a request nothing is kept for is
+read again at most once a minute. A table that fails is logged and
 costs the resolution nothing: keeping is a safety net, never on the answer's path.
 """
 
@@ -42,6 +43,7 @@ logger = Logger(service="resolver", child=True)
 TTL_ATTRIBUTE = "expires_at"
 TTL_SECONDS = 30 * 86400  # an answer not given for 30 days is forgotten
 REFRESH_SECONDS = 86400  # an unchanged answer is written again after a day
+MISS_SECONDS = 60  # a request the table keeps nothing for is read again after a minute
 CAPACITY = 10_000  # requests remembered by one execution environment
 TABLE_SCHEMA: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "request", "KeyType": "HASH"}],
@@ -110,11 +112,18 @@ class TableKept:
         self._table = table
         self._clock = clock
         self.memory = memory or MemoryKept(clock=clock)
+        self._missing: OrderedDict[str, float] = OrderedDict()  # key -> when it was not found
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> Kept | None:
         found = self.memory.get(key)
         if found is not None:
             return found
+        now = self._clock()
+        with self._lock:
+            missed = self._missing.get(key)
+            if missed is not None and now - missed < MISS_SECONDS:
+                return None  # read lately, nothing there: no read per resolution
         try:
             item = self._client.get_item(TableName=self._table, Key=_key(key)).get("Item")
         except AWS_ERRORS as error:
@@ -123,6 +132,12 @@ class TableKept:
         kept = _kept(item)
         if kept is not None:
             self.memory.put(key, kept, 0.0)  # read, not written: the next keep writes
+        else:
+            with self._lock:
+                self._missing[key] = now
+                self._missing.move_to_end(key)
+                while len(self._missing) > CAPACITY:
+                    self._missing.popitem(last=False)
         return kept
 
     def keep(self, key: str, archive: str, address: str, pairs: PairList) -> None:
@@ -138,6 +153,8 @@ class TableKept:
             logger.warning("answer not kept", extra={"problem": str(error)[:200]})
             return
         self.memory.put(key, kept, now)
+        with self._lock:
+            self._missing.pop(key, None)
 
 
 def _key(key: str) -> dict[str, Any]:

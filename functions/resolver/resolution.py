@@ -233,8 +233,14 @@ def _offers(answer: PairList) -> bool:
     return any(name.startswith("url") and name != "urlkey" for name in answer.names())
 
 
-COPIES = Patience(usable=never, preferred=never, everyone=True)  # every Archive, waited for
-COPIES_NAMED = Patience(usable=_has_url, preferred=never, everyone=True)  # a grace after one
+def _anything(_: PairList) -> bool:
+    return True
+
+
+# Copies for a damaged original: a grace after the first copy's answer (up to the timeout).
+COPIES = Patience(usable=_has_url, preferred=never, everyone=True)
+# Copies a 410 names: a grace after the first answer, so a silent Archive costs nothing.
+COPIES_NAMED = Patience(usable=_anything, preferred=never, everyone=True)
 
 
 def _tombstone(pairs: PairList, asked: str) -> Tombstone:

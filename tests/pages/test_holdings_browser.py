@@ -22,7 +22,7 @@ from tests.pages.test_pages_browser import csp_errors, inspect
 
 KEY = "1234567890-0987654321"
 ITEM = "8JMKD3MGP8W/35MME4E"
-CONFLICT = "8JMKD3MGP8W/35MMLL8"
+CONFLICT = "3SJEG8DTKW/35MMLL8"  # a prefix neither Archive owns: two claims are a 409
 GOOD = hashlib.sha256(b"good").hexdigest()
 BAD = hashlib.sha256(b"bad").hexdigest()
 LONG = "a-rather-long-directory-name/with/several/levels/and-a-file-name-that-goes-on.pdf"

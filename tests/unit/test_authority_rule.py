@@ -130,3 +130,17 @@ def test_during_a_transfer_a_reader_never_sees_zero_originals() -> None:
     )
     found = resolve(fanout, f"/{ITEM}?ibiurl.requireditemstatus=Original")
     assert isinstance(found, Found) and found.url == f"http://owner/{ITEM}", found
+
+
+def test_a_silent_archive_never_holds_a_410_once_the_owner_answered() -> None:
+    """The grace bounds the round that names where copies are: the owner's tombstone came,
+    a copy answered, and the silent Archive is not waited for (never noted as a timeout)."""
+    fanout, transport = federation(
+        {OWNER: {ITEM: deleted(ITEM)}, COPIER: {ITEM: copy(ITEM, "copier")}}, down={HOSTILE}
+    )
+    transport.delays = {OWNER: 0.0, COPIER: 0.01}
+    alert = resolve(fanout, f"/{ITEM}")
+    assert isinstance(alert, Alert) and alert.status == 410
+    assert any(COPIER in line for line in alert.copies)
+    notes = fanout.directory.registry.notes  # type: ignore[attr-defined]
+    assert not any(archive == HOSTILE for archive, _ in notes), notes
