@@ -3,25 +3,27 @@
 :meth:`FanOut.for_request` gives the resolution its port (:data:`AskAll`): the Archives of the
 directory are asked through the transport, concurrently, and their outcomes become
 :class:`ArchiveAnswer` values. A round ends when every Archive answered, at the deadline, or
-``grace`` seconds after the first usable answer (:class:`Patience`): the first non-empty
-answer of seed 001 §6, with a short chance for the original's. When the first usable answer
-is already the preferred one (the original's), the round ends at once: nothing better can
-come, and a slow Archive costs nothing.
+``grace`` seconds after the first usable answer (:class:`Patience`).
 
-Owner first (issue 24): when one answer may settle the round and a registered, included
-Archive owns the IBI's prefix, the owner is asked alone first; if its answer is the
-original's, that is the round (one request). If it names where the original moved (a transfer
-record, ``ibi.core.transfers``), that Archive is asked alone next, and so on along the
-records, at most :data:`MAX_RECORD_HOPS`. Otherwise everyone else is asked, and a claim of the
-original from them is never what ends the round early (it is not trusted: ``resolution.py``).
-The owner is asked alone only for a head start (a hedged request, :class:`OwnerPace`): if it
-has not answered by then, everyone else is asked too, in the same round, and the owner's
-original or transfer record still ends it at once when it comes; an owner whose last request
-failed is asked together with everyone until it answers again.
-Every answer says whether its Archive is trusted for the IBI (:class:`Trust`). For a prefix no
-Archive owns, a location hint (where this IBI was found lately) lets the likely Archive be
-asked alone first; never for an IBI two Archives were seen claiming. Hints by prefix are gone:
-they let one Archive's answer capture every IBI of a prefix.
+Owner first (issues 24 and 34): when a registered Archive owns the IBI's prefix, its answer is
+the authority's (``authority.py``), so it is asked alone first, whatever the resolution asks
+(also with the original required, and for a bare ``+``); its answer, whatever it says, ends
+the round. If it names where the original moved (a transfer record, ``ibi.core.transfers``),
+that Archive is asked alone next, and so on along the records, at most
+:data:`MAX_RECORD_HOPS`. The owner is asked alone only for a head start (a hedged request,
+:class:`OwnerPace`): if it has not answered by then, everyone else is asked too, in the same
+round, which still ends with the owner's answer; an owner whose last request failed is asked
+together with everyone until it answers again. Everyone else is asked after the owner only
+when it did not answer (failed, timed out, switched off), within a grace after the first of
+them: their answers only name the claims heard and the copies offered, beside the owner's
+kept answer. Every answer says what its Archive is for the IBI (:class:`Trust`); the owner's
+outcome is among them even when it is switched off.
+
+For a prefix no Archive owns, every Archive is asked, and the round waits the grace after the
+first usable answer, so that a second claim of the original is heard; a location hint (where
+this IBI was found lately) lets the likely Archive be asked alone first, never for an IBI two
+Archives were seen claiming. Hints by prefix are gone: they let one Archive's answer capture
+every IBI of a prefix.
 """
 
 from __future__ import annotations
@@ -226,10 +228,15 @@ class FanOut:
             )
             if any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
                 return asked
-            # The authority did not answer: everyone else, for the degraded answer.
+            # The authority did not answer: everyone else, for the claims and copies its kept
+            # answer (or the 504) names; a grace after the first of them, never a silent one.
             done = {a.archive for a in asked}
             rest = [a for a in archives if a.service_ibi not in done]
-            more = self._round(rest, message, correlation_id, ibi, None, grace=0.0) if rest else []
+            more = (
+                self._round(rest, message, correlation_id, ibi, _any_answer, grace=self.grace)
+                if rest
+                else []
+            )
             return self._with_owner(ibi, owner, asked + more)
         if patience is not None and patience.everyone:
             enough = None if patience.usable is never else patience.usable

@@ -333,13 +333,22 @@ class HoldingsView:
         return found
 
     def usage(self) -> Usage:
-        """The item's accesses: the sum of what each Archive holding it counted (each counts
-        the resolutions that went to it), over those that report their figures; never an
-        untrusted claim of the original's (no resolution went to it)."""
+        """The item's accesses: the sum of what its authority counted and what each copy
+        whose files match the authority's counted (each counts the resolutions that went to
+        it); never a stranger's figures (issue 34: no resolution goes to an unverified copy
+        or an untrusted claim, and any registered Archive could report any number)."""
+        authority = authority_of(self.holdings)
+        if authority is None:
+            return combined(())
+        verified = [
+            h
+            for h in self.holdings
+            if h.state == "Copy" and compare_copy(h, authority).agrees is True
+        ]
         return combined(
             h.report.usage
-            for h in self.holdings
-            if h.report is not None and h.report.usage and not h.untrusted_original
+            for h in (authority, *verified)
+            if h.report is not None and h.report.usage
         )
 
     def to_mapping(self) -> dict[str, Any]:

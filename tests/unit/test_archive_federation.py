@@ -223,6 +223,22 @@ def test_a_damaged_translation_is_named_by_its_ibi_only(federation: MemoryFedera
     assert went.url == f"https://b.example.org/col/{TRANSLATION.ibip}/relatorio.txt"
 
 
+def test_a_damaged_copy_still_names_its_next_edition(federation: MemoryFederation) -> None:
+    """Issue 34: a damaged item answered empty, so the holdings view read "says next edition
+    none" of it; it now answers its state and next edition, and no URL."""
+    a, b = federation["a"], federation["b"]
+    a.original(REPORT.ibip, BYTES)
+    a.original(TRANSLATION.ibip, {"v2.txt": b"v2\n"})
+    a.service.link(REPORT.ibip, {"next_edition": TRANSLATION.ibip})
+    b.copy(REPORT.ibip, BYTES, original_files=a.public_files(REPORT.ibip))
+    b.service.link(REPORT.ibip, {"next_edition": TRANSLATION.ibip})
+    b.files.put(REPORT.ibip, "report.txt", b"Bit rot.\n")
+    assert b.content.verify(REPORT.ibip, None).problems
+    answer = url_request(b.protocol, REPORT.ibip)
+    assert f"ibi.nextedition {{ibip {TRANSLATION.ibip}}}" in answer, answer
+    assert "state Copy" in answer and "urlkey" not in answer and "\nurl " not in answer
+
+
 # ---------------------------------------------------------------- 4. both forms
 
 

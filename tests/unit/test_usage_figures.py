@@ -267,3 +267,32 @@ def test_an_untrusted_claim_of_the_original_adds_nothing_to_the_sum() -> None:
         [holding_of(answer("A", 3, Trust.OWNER)), holding_of(answer("L", 10**6, Trust.UNTRUSTED))],
     )
     assert view.to_mapping()["usage"] == {"total": 3, "months": {"2026-11": 3}}
+
+
+def test_only_the_authority_and_verified_copies_are_summed() -> None:
+    """Issue 34: a stranger's copy reporting any number, with files that are not the
+    authority's, adds nothing; a copy whose files are the authority's adds its figures."""
+    from functions.resolver.authority import ArchiveAnswer, Trust
+
+    good, bad = "a" * 64, "b" * 64
+
+    def answer(archive: str, state: str, total: int, sha256: str, trust: Trust) -> ArchiveAnswer:
+        pairs = parse_pair_list(
+            f"state {state}\r\nibi {{ibip X}}\r\nurl https://{archive}.example.org/\r\n"
+            f"holdings.state {state}\r\nholdings.timestamp 2026-11-01T00:00:00Z\r\n"
+            f"holdings.listable yes\r\nholdings.files {{r.txt {sha256} 4}}\r\n"
+            f"holdings.filecount 1\r\nholdings.accesses {total}\r\n"
+            f"holdings.accessesbymonth {{2026-11 {total}}}\r\n"
+        )
+        return ArchiveAnswer(archive, f"{archive}.example.org", pairs, trust=trust, owner="A")
+
+    view = HoldingsView(
+        "X",
+        [
+            holding_of(answer("A", "Original", 3, good, Trust.OWNER)),
+            holding_of(answer("B", "Copy", 2, good, Trust.UNTRUSTED)),
+            holding_of(answer("L", "Copy", 999999999999999999, bad, Trust.UNTRUSTED)),
+        ],
+    )
+    assert view.to_mapping()["usage"] == {"total": 5, "months": {"2026-11": 5}}
+    assert view.to_mapping()["verdict"]["authority"] == "A"
