@@ -47,6 +47,7 @@ Other decisions where seed 001 is silent (besides spec §7):
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -247,9 +248,16 @@ def _tombstone(pairs: PairList, asked: str) -> Tombstone:
     return Tombstone(ibi_of(pairs, "ibi") or asked, pairs)
 
 
+MAX_KEPT_KEY = 1024  # bytes; DynamoDB takes 2,048 in a partition key
+
+
 def kept_key(ibi: str, verb_list: str, file_path: str) -> str:
-    """The key of what an authority said to one request: the IBI, the verbs, the path."""
-    return f"{canonical_label(ibi)} {verb_list.replace(' ', '+')} {file_path}".rstrip()
+    """The key of what an authority said to one request: the IBI, the verbs, the path (a
+    long one by its SHA-256, so that every request has a key the table takes)."""
+    key = f"{canonical_label(ibi)} {verb_list.replace(' ', '+')} {file_path}".rstrip()
+    if len(key.encode()) <= MAX_KEPT_KEY:
+        return key
+    return f"{canonical_label(ibi)} sha256:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
 def _files(pairs: PairList) -> dict[str, str] | None:

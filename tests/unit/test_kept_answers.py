@@ -66,6 +66,9 @@ def test_the_key_names_the_ibi_the_verbs_and_the_path() -> None:
         "8JMKD3MGP8W/35MME4E GetLastEdition+GetMetadata /a b.txt"
     )
     assert kept_key("8JMKD3MGP8W/35MME4E", "", "") == "8JMKD3MGP8W/35MME4E"
+    long = kept_key("8JMKD3MGP8W/35MME4E", "", "/" + "é" * 2000)  # a key DynamoDB takes
+    assert long.startswith("8JMKD3MGP8W/35MME4E sha256:") and len(long.encode()) < 2048
+    assert long != kept_key("8JMKD3MGP8W/35MME4E", "", "/" + "é" * 2001)
 
 
 def test_every_environment_reads_what_one_kept(dynamodb: Any) -> None:
