@@ -76,6 +76,7 @@ from functions.resolver.languages import (
     languages_offered,
 )
 from ibi.core.errors import InvalidInput
+from ibi.core.holdings import PREFIX as HOLDINGS
 from ibi.core.holdings import REQUEST_PAIR as HOLDINGS_PAIR
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList
@@ -502,7 +503,11 @@ class Resolver:
         """What the authority said, for when it does not answer (its urlkey is no use then)."""
         if self._kept is None or not speaker.pairs:
             return
-        pairs = speaker.pairs.filter(lambda name: name != "urlkey")
+        # Not its urlkey (of no use later), nor the holdings pairs a negotiated request adds:
+        # a browser's and a citation manager's requests then keep the same answer (no write).
+        pairs = speaker.pairs.filter(
+            lambda name: name != "urlkey" and not name.startswith(HOLDINGS)
+        )
         self._kept.keep(self._key(walk), speaker.archive, speaker.address, pairs)
 
     @staticmethod

@@ -134,3 +134,32 @@ def test_the_memory_is_bounded() -> None:
     for n in range(5):
         memory.keep(f"k{n}", "A", "", ANSWER)
     assert [memory.get(f"k{n}") is not None for n in range(5)] == [False, False, True, True, True]
+
+
+def test_a_browsers_and_a_citation_managers_requests_keep_one_answer(dynamodb: Any) -> None:
+    """The holdings pairs a negotiated request adds are not kept: alternating requests write
+    the kept answer once, not once each."""
+    from functions.resolver.acknowledgments import Acknowledgments
+    from functions.resolver.directory import ArchiveDirectory
+    from functions.resolver.fanout import FanOut
+    from functions.resolver.resolving import Lookup, Redirect, ResolvingService
+    from ibi.core.persistent_url import parse_persistent_url
+    from tests.fakes_resolver import MemoryRegistry
+    from tests.unit.test_negotiation import DC, Archives, answer, holdings_text
+    from tests.unit.test_owner_first import Queue
+
+    owner, item = "8JMKD3MGP8W/3FSUP4A", "8JMKD3MGP8W/35MME4E"  # it owns the item's prefix
+    registry = MemoryRegistry()
+    registry.add(owner, "a.example.org:443")
+    script = {(owner, item): (answer(item, "Original", "https://a.example.org/x"), "")}
+    script[(owner, item)] = (script[(owner, item)][0], holdings_text("Original", DC))
+    fanout = FanOut(Archives(script), ArchiveDirectory(registry), timeout=1.0, deadline=3.0)
+    client = Counting(dynamodb)
+    service = ResolvingService(
+        fanout, Acknowledgments(Queue(), fanout.directory), TableKept(client, TABLE)
+    )
+    url = parse_persistent_url(f"/{item}")
+    for holdings in (False, True, False, True, False):
+        found = service.resolve(Lookup(url, f"https://r/{item}", "1.2.3.4", "c", holdings=holdings))
+        assert isinstance(found, Redirect) and found.url == "https://a.example.org/x"
+    assert client.calls.count("put_item") == 1
