@@ -21,6 +21,9 @@ broken, unless the item's URL changed meanwhile.
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -102,6 +105,29 @@ class Outcome:
     http_status: int | None = None
 
 
+def host_key(host: str) -> str:
+    """One name for a host however a URL spells it (issue 35: seven spellings of one IP got
+    seven requests within 10 ms): an IP address in its canonical form, also when written in
+    the legacy forms ``inet_aton`` reads (``127.1``, ``2130706433``, ``0x7f.0.0.1``) or as an
+    IPv4-mapped IPv6 address; a name in lower case, without its trailing dot."""
+    name = host.strip().strip("[]").lower().rstrip(".")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        try:
+            return (
+                socket.inet_ntoa(socket.inet_aton(name)) if _LEGACY_IPV4.fullmatch(name) else name
+            )
+        except OSError:
+            return name
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
+
+
+_LEGACY_IPV4 = re.compile(r"(?:0x[0-9a-f]+|[0-9]+)(?:\.(?:0x[0-9a-f]+|[0-9]+)){0,3}")
+
+
 class HostPacer:
     """At most one request per host per ``interval`` seconds, across threads: a request takes
     its host's next free moment, which moves ``interval`` on."""
@@ -113,7 +139,9 @@ class HostPacer:
         self._lock = threading.Lock()
 
     def reserve(self, host: str) -> float:
-        """The moment (seconds since 1970) a request to ``host`` may be sent."""
+        """The moment (seconds since 1970) a request to ``host`` may be sent: one host
+        however it is spelled (:func:`host_key`)."""
+        host = host_key(host)
         with self._lock:
             now = float(self._clock())
             moment = max(now, self._next.get(host, now))
@@ -162,7 +190,11 @@ class LinkChecker:
                 return Outcome(False, Problem.HTTP, f"HTTP {status}", status)
             if not reply.location:
                 return Outcome(False, Problem.HTTP, f"HTTP {status} without a Location", status)
-            url = urljoin(url, reply.location)
+            try:
+                url = urljoin(url, reply.location)
+            except ValueError:  # e.g. ``http://[x/``: this URL is broken, not the whole run
+                reason = f"HTTP {status} to a malformed URL {reply.location[:200]!r}"
+                return Outcome(False, Problem.NOT_A_URL, reason, status)
         reason = f"more than {self.max_redirects} redirects (the last to {url[:200]})"
         return Outcome(False, Problem.TOO_MANY_REDIRECTS, reason, status)
 

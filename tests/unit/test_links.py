@@ -25,6 +25,7 @@ from functions.archive.links import (
     Outcome,
     Problem,
     Reply,
+    host_key,
     next_check,
     run_request,
 )
@@ -154,6 +155,15 @@ def test_a_redirect_to_another_scheme_is_broken_and_not_followed() -> None:
     assert len(web.sent) == 1
 
 
+def test_a_redirect_to_a_malformed_url_is_broken_not_a_failed_run() -> None:
+    """Issue 35: ``Location: http://[x/`` raised out of the checker (500 for the whole run)."""
+    clock = FakeClock(START)
+    web = FakeWeb(clock, {"https://a.example/x": Reply(302, "http://[x/")})
+    outcome = check(web, clock, "https://a.example/x")
+    assert (outcome.ok, outcome.problem, outcome.http_status) == (False, Problem.NOT_A_URL, 302)
+    assert outcome.reason is not None and "malformed URL 'http://[x/'" in outcome.reason
+
+
 def test_a_timeout_is_broken_and_not_asked_again() -> None:
     clock = FakeClock(START)
     slow = FetchFailed(Problem.TIMEOUT, "no answer from a.example within 10 s")
@@ -256,6 +266,29 @@ def test_one_host_gets_one_request_a_second_while_another_host_is_not_held_back(
     assert [b - a for a, b in itertools.pairwise(slow)] == [1, 1]
     assert times["https://other.example/x"] == slow[-1]  # its host had no request: no wait
     assert clock.slept == [1.0, 1.0]
+
+
+def test_one_address_is_one_host_however_a_url_spells_it() -> None:
+    """Issue 35: seven spellings of one IP got seven requests within 10 ms; they are one host."""
+    spellings = [
+        "127.0.0.1",
+        "127.1",
+        "2130706433",
+        "0x7f000001",
+        "0x7f.0.0.1",
+        "[::ffff:127.0.0.1]",
+        "127.0.0.1.",
+    ]
+    assert {host_key(spelling) for spelling in spellings} == {"127.0.0.1"}
+    assert host_key("Example.ORG.") == "example.org" and host_key("[2001:DB8::1]") == "2001:db8::1"
+    clock = FakeClock(START)
+    urls = [f"http://{spelling}/x" for spelling in spellings]
+    web = FakeWeb(clock, dict.fromkeys(urls, Reply(200)))
+    links = checker(web, clock)
+    for url in urls:
+        assert links.check(url, deadline=float(START) + 600).ok
+    times = [at for _, _, at in web.sent]
+    assert [b - a for a, b in itertools.pairwise(times)] == [1] * 6  # one a second
 
 
 def test_a_host_paced_beyond_the_run_s_time_is_left_for_the_next_run() -> None:
