@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from decimal import Decimal
@@ -14,7 +15,15 @@ from typing import Any
 import pytest
 
 from functions.archive import linkcheck
-from functions.archive.links import MAX_READ_BYTES, USER_AGENT, LinkChecker, LinkChecks
+from functions.archive.links import (
+    MAX_READ_BYTES,
+    USER_AGENT,
+    FetchFailed,
+    LinkChecker,
+    LinkChecks,
+    Problem,
+    Reply,
+)
 from functions.archive.model import ContentType, Forms, Item, LinkStatus, State
 from functions.archive.outbound import LinkFetcher
 from functions.archive.store import DynamoItemStore, ensure_table
@@ -151,3 +160,50 @@ def test_a_link_check_leaves_the_item_s_version_and_json_as_they_were(
     store.replace(after.changed(Decimal(1_800_000_100), language="pt"), expected_version=0)
     kept = store.get("8JMKD3MGP8W/35MME2E")
     assert kept is not None and kept.link == after.link
+
+
+def dripping_server(answer: bytes, pause: float) -> tuple[socket.socket, threading.Thread]:
+    """A loopback server that sends ``answer`` one byte at a time, ``pause`` s apart."""
+    listening = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        connection, _ = listening.accept()
+        with connection:
+            connection.recv(4096)
+            for byte in answer:
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return  # the checker gave up: as it should
+                threading.Event().wait(pause)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listening, thread
+
+
+def test_a_dripped_answer_times_out_at_the_requests_deadline_never_ok() -> None:
+    """Issue 35: headers dripped a byte every 3 s held one check 93 s and recorded it ok; each
+    read had its timeout, the request none. Now the request has one: a timeout, not ok."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"  # 38 bytes, 0.1 s apart
+    listening, thread = dripping_server(answer, 0.1)
+    with listening:
+        port = listening.getsockname()[1]
+        fetch = LinkFetcher(
+            AddressPolicy(["127.0.0.0/8"], public=False), user_agent="t", max_read=16
+        )
+        with pytest.raises(FetchFailed) as failed:
+            fetch("HEAD", f"http://127.0.0.1:{port}/x", timeout=0.5)
+    assert failed.value.problem is Problem.TIMEOUT
+    thread.join(timeout=10)
+
+
+def test_an_answer_within_the_deadline_is_read_as_ever() -> None:
+    listening, thread = dripping_server(b"HTTP/1.1 204 No Content\r\n\r\n", 0.0)
+    with listening:
+        port = listening.getsockname()[1]
+        fetch = LinkFetcher(
+            AddressPolicy(["127.0.0.0/8"], public=False), user_agent="t", max_read=16
+        )
+        assert fetch("HEAD", f"http://127.0.0.1:{port}/x", timeout=5.0) == Reply(204, None)
+    thread.join(timeout=10)
