@@ -132,9 +132,11 @@ def test_an_interrupted_dspace_import_continues_and_misses_nothing(
 
 
 def test_a_record_deleted_at_the_source_leaves_a_tombstone_and_fetch_copies_files(
-    local: LocalRun, tmp_path: Path
+    local: LocalRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     archive = local.archives[0]
+    # The repository is on loopback, which --fetch contacts only when allowed (issue 35).
+    monkeypatch.setenv("IBI_ALLOW_NETWORKS", "127.0.0.0/8")
     pdf = b"%PDF-1.4 Identificacion y caracterizacion\n"
     page = re.sub(rb"<resumptionToken>.*</resumptionToken>", b"", pages_of("eprints")[0])
     repository = RecordedRepository("eprints", pages=[page])
