@@ -13,11 +13,13 @@ that Archive is asked alone next, and so on along the records, at most
 :data:`MAX_RECORD_HOPS`. The owner is asked alone only for a head start (a hedged request,
 :class:`OwnerPace`): if it has not answered by then, everyone else is asked too, in the same
 round, which still ends with the owner's answer; an owner whose last request failed is asked
-together with everyone until it answers again. Everyone else is asked after the owner only
-when it did not answer (failed, timed out, switched off), within a grace after the first of
-them: their answers only name the claims heard and the copies offered, beside the owner's
-kept answer. Every answer says what its Archive is for the IBI (:class:`Trust`); the owner's
-outcome is among them even when it is switched off.
+together with everyone, and waited for only a grace after their first answer, until it
+answers again (an answer heard after its round ends counts: its head start is back).
+Everyone else is asked after the owner only when it did not answer (failed, timed out,
+switched off) and they were not asked yet, within a grace after the first of them: their
+answers only name the claims heard and the copies offered, beside the owner's kept answer.
+Every answer says what its Archive is for the IBI (:class:`Trust`); the owner's outcome is
+among them even when it is switched off.
 
 For a prefix no Archive owns, every Archive is asked, and the round waits the grace after the
 first usable answer, so that a second claim of the original is heard; a location hint (where
@@ -138,6 +140,7 @@ class OwnerPace:
         self._capacity = capacity
         self._times: OrderedDict[str, deque[float]] = OrderedDict()
         self._down: set[str] = set()
+        self._revived: set[str] = set()  # heard late, before its round was noted
         self._lock = threading.Lock()
 
     def head_start(self, owner: str) -> float:
@@ -149,14 +152,23 @@ class OwnerPace:
                 return self.ceiling
             return min(self.ceiling, max(self.floor, self.factor * max(times)))
 
+    def revived(self, owner: str) -> None:
+        """``owner`` answered after a round that did not wait for it: up again (its head
+        start back on the next round), so a slow moment never leaves it down for good."""
+        with self._lock:
+            self._down.discard(owner)
+            self._revived.add(owner)
+
     def heard(self, outcome: Outcome) -> None:
         """The owner's part of a round: an answer, a failure, or the time it had taken when
         the round ended without it."""
         with self._lock:
+            revived = outcome.key in self._revived
+            self._revived.discard(outcome.key)
             if outcome.result is Result.ANSWERED:
                 self._down.discard(outcome.key)
-            else:
-                self._down.add(outcome.key)
+            elif not (revived and outcome.result is Result.NOT_NEEDED):
+                self._down.add(outcome.key)  # (an answer heard late already said it is up)
             if outcome.result is Result.FAILED:
                 return
             times = self._times.setdefault(outcome.key, deque(maxlen=self._recent))
@@ -223,11 +235,11 @@ class FanOut:
         owner = self.directory.owner_of(ibi)
         message = [("servicesubject", "urlRequest"), *pairs]
         if owner is not None and patience is not None and not patience.everyone:
-            asked = self._owner_first(
+            asked, everyone = self._owner_first(
                 owner, archives, message=message, correlation_id=correlation_id, ibi=ibi
             )
-            if any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
-                return asked
+            if everyone or any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
+                return self._with_owner(ibi, owner, asked)
             # The authority did not answer: everyone else, for the claims and copies its kept
             # answer (or the 504) names; a grace after the first of them, never a silent one.
             done = {a.archive for a in asked}
@@ -274,19 +286,39 @@ class FanOut:
         message: list[tuple[str, str]],
         correlation_id: str,
         ibi: str,
-    ) -> list[ArchiveAnswer]:
+    ) -> tuple[list[ArchiveAnswer], bool]:
         """The owner alone for its head start, and everyone else too if it has not answered
         by then; the owner's answer, whatever it is, ends the round. Then each Archive a
-        trusted transfer record names, alone (at most :data:`MAX_RECORD_HOPS` records)."""
+        trusted transfer record names, alone (at most :data:`MAX_RECORD_HOPS` records). The
+        answers, and whether everyone was asked."""
         included = {a.service_ibi: a for a in archives}
         first = included.get(owner.service_ibi)
         if first is None:
-            return []
-        lead = Lead(first.service_ibi, self.pace.head_start(first.service_ibi), _any_answer)
+            return [], False
+        head_start = self.pace.head_start(first.service_ibi)
+        lead = Lead(first.service_ibi, head_start, _any_answer)
         round_ = [first, *(a for a in archives if a is not first)]
-        outcomes = self._exchange(round_, message, correlation_id, None, 0.0, lead=lead)
+        # An owner that did not answer its last round (down) is not waited for beyond a grace
+        # after the others' first answer (its kept answer is given); heard late, it is up again.
+        down = head_start == 0.0 and len(round_) > 1
+        owner_key = first.service_ibi
+
+        def late(key: str, _: PairList) -> None:
+            if key == owner_key:
+                self.pace.revived(key)
+
+        outcomes = self._exchange(
+            round_,
+            message,
+            correlation_id,
+            _any_answer if down else None,
+            self.grace if down else 0.0,
+            lead=lead,
+            late=late,
+        )
         self._pace(first, outcomes)
-        if len(round_) > 1 and all(o.result is not Result.NOT_ASKED for o in outcomes):
+        everyone = len(round_) > 1 and all(o.result is not Result.NOT_ASKED for o in outcomes)
+        if everyone:
             metrics.add_metric(name="OwnerHedged", unit=MetricUnit.Count, value=1)
         asked = self._trusted(ibi, owner, self._answers(outcomes, round_, ibi))
         for _ in range(MAX_RECORD_HOPS):
@@ -297,7 +329,7 @@ class FanOut:
             asked = self._trusted(ibi, owner, asked + more)
         if any(a.trust is Trust.OWNER and a.pairs is not None for a in asked):
             metrics.add_metric(name="OwnerFirstHit", unit=MetricUnit.Count, value=1)
-        return asked
+        return asked, everyone
 
     def _with_owner(
         self, ibi: str, owner: RegisteredArchive, answers: list[ArchiveAnswer]

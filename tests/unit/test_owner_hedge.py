@@ -170,3 +170,20 @@ def _pairs() -> Any:
     from ibi.core.pairlist import parse_pair_list
 
     return parse_pair_list(NOTHING)
+
+
+def test_a_down_owner_is_waited_for_a_grace_only_and_is_up_again_once_heard_late() -> None:
+    """Issue 34, rule 5: an owner that did not answer is not waited for beyond a grace after
+    the others' first answer (nothing kept here: 504 at once, not its timeout); its answer
+    heard after such a round puts it up again, so the next round waits for it and its word
+    is the answer — one slow moment never leaves it down for good."""
+    fanout, transport = federation({COPIER: copy(ITEM, "copier")}, {})  # the owner is down
+    for _ in range(2):
+        alert = resolve(fanout)
+        assert isinstance(alert, Alert) and alert.status == 504
+    transport.answers[OWNER] = original(ITEM, "owner")  # back, slower than the copy + grace
+    transport.delays.update({OWNER: 0.2, COPIER: 0.0})
+    alert = resolve(fanout)  # not waited for: its answer comes after the round, heard late
+    assert isinstance(alert, Alert) and alert.status == 504
+    found = resolve(fanout)  # up again: waited for
+    assert isinstance(found, Found) and found.url == f"http://owner/{ITEM}"
