@@ -45,7 +45,7 @@ from functions.resolver.authority import MAX_RECORD_HOPS, ArchiveAnswer, Trust
 from functions.resolver.directory import ArchiveDirectory
 from functions.resolver.network import Endpoint, Lead, Outcome, Request, Result, Transport
 from functions.resolver.registry import RegisteredArchive
-from functions.resolver.resolution import AskAll, Check, Patience, never
+from functions.resolver.resolution import AskAll, Check, Patience, any_answer, never
 from ibi.core.errors import InvalidInput
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList
@@ -245,7 +245,7 @@ class FanOut:
             done = {a.archive for a in asked}
             rest = [a for a in archives if a.service_ibi not in done]
             more = (
-                self._round(rest, message, correlation_id, ibi, _any_answer, grace=self.grace)
+                self._round(rest, message, correlation_id, ibi, any_answer, grace=self.grace)
                 if rest
                 else []
             )
@@ -296,7 +296,7 @@ class FanOut:
         if first is None:
             return [], False
         head_start = self.pace.head_start(first.service_ibi)
-        lead = Lead(first.service_ibi, head_start, _any_answer)
+        lead = Lead(first.service_ibi, head_start, any_answer)
         round_ = [first, *(a for a in archives if a is not first)]
         # An owner that did not answer its last round (down) is not waited for beyond a grace
         # after the others' first answer (its kept answer is given); heard late, it is up again.
@@ -311,7 +311,7 @@ class FanOut:
             round_,
             message,
             correlation_id,
-            _any_answer if down else None,
+            any_answer if down else None,
             self.grace if down else 0.0,
             lead=lead,
             late=late,
@@ -486,11 +486,6 @@ class FanOut:
             metrics.add_metric(name="ArchiveFailures", unit=MetricUnit.Count, value=1)
             archive_failure(outcome.key)
         return ArchiveAnswer(outcome.key, archive.address or "", outcome.pairs, outcome.problem)
-
-
-def _any_answer(_: PairList) -> bool:
-    """The owner's answer, whatever it says, is the authority's word: it ends the round."""
-    return True
 
 
 def archive_failure(archive: str) -> None:

@@ -235,14 +235,15 @@ def _offers(answer: PairList) -> bool:
     return any(name.startswith("url") and name != "urlkey" for name in answer.names())
 
 
-def _anything(_: PairList) -> bool:
+def any_answer(_: PairList) -> bool:
+    """Any answer at all (the owner's, whatever it says, is the authority's word)."""
     return True
 
 
 # Copies for a damaged original: a grace after the first copy's answer (up to the timeout).
 COPIES = Patience(usable=_has_url, preferred=never, everyone=True)
 # Copies a 410 names: a grace after the first answer, so a silent Archive costs nothing.
-COPIES_NAMED = Patience(usable=_anything, preferred=never, everyone=True)
+COPIES_NAMED = Patience(usable=any_answer, preferred=never, everyone=True)
 
 
 def _tombstone(pairs: PairList, asked: str) -> Tombstone:
