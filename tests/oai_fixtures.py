@@ -4,14 +4,17 @@
 request, the page after the one whose ``resumptionToken`` is asked, ``badResumptionToken.xml``
 (or a made one) for any other token. Answers can be queued ahead (a 503 with ``Retry-After``),
 the recorded URLs of a host rewritten to loopback, and files served. Unit tests call it as the
-importer's ``get`` port (no socket); end-to-end tests serve it with :func:`serve` on 127.0.0.1.
+importer's ``get`` port (no socket); end-to-end tests serve it with :func:`serve` on 127.0.0.1
+(or another loopback address). :class:`Scripted` is a hostile server: a raw socket that sends
+what the test scripts (dripped, or without end) and records what it was sent.
 """
 
 from __future__ import annotations
 
 import re
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -92,8 +95,8 @@ class RecordedRepository:
 
 
 @contextmanager
-def serve(repository: RecordedRepository) -> Iterator[str]:
-    """``repository`` on a free port of 127.0.0.1; yields its base URL (``…/oai``)."""
+def serve(repository: RecordedRepository, host: str = "127.0.0.1") -> Iterator[str]:
+    """``repository`` on a free port of ``host``; yields its base URL (``…/oai``)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -109,11 +112,67 @@ def serve(repository: RecordedRepository) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((host, 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/oai"
+        yield f"http://{host}:{server.server_address[1]}/oai"
     finally:
         server.shutdown()
         server.server_close()
+
+
+class Scripted:
+    """Answers every connection with ``answer`` (its blocks, when a callable gives them; a byte
+    every ``pause`` s when given) and records the requests it received and the bytes it sent."""
+
+    def __init__(
+        self, host: str, answer: bytes | Callable[[], Iterable[bytes]], pause: float = 0.0
+    ) -> None:
+        self.listening = socket.create_server((host, 0))
+        self.answer = answer
+        self.pause = pause
+        self.requests: list[bytes] = []
+        self.sent = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.listening.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def _blocks(self) -> Iterable[bytes]:
+        if callable(self.answer):
+            return self.answer()
+        if self.pause:
+            return (bytes([byte]) for byte in self.answer)
+        return [self.answer]
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listening.accept()
+            except OSError:
+                return
+            with connection:
+                self.requests.append(connection.recv(65536))
+                try:
+                    for block in self._blocks():
+                        connection.sendall(block)
+                        self.sent += len(block)
+                        if self.pause:
+                            threading.Event().wait(self.pause)
+                except OSError:
+                    continue
+
+
+@contextmanager
+def scripted(
+    host: str, answer: bytes | Callable[[], Iterable[bytes]], pause: float = 0.0
+) -> Iterator[Scripted]:
+    server = Scripted(host, answer, pause)
+    try:
+        yield server
+    finally:
+        server.listening.close()

@@ -11,6 +11,7 @@ from ibi.client import ApiError
 from ibi_tools.harvest.files import MAX_FILE_BYTES
 from ibi_tools.harvest.importer import Importer, ImportOptions, Summary
 from ibi_tools.harvest.oai import HarvestError
+from ibi_tools.harvest.outbound import plain
 from ibi_tools.harvest.state import ImportState, default_state_path
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ def add_import_command(archive_commands: Commands) -> None:
 
 
 def cmd_archive_import(args: argparse.Namespace) -> int:
-    """Harvest ``args.url`` into the Archive; exit 1 when a record could not be imported."""
+    """Harvest ``args.url`` into the Archive; exit 1 when a record could not be imported or
+    the list was stopped short."""
     from ibi_tools.cli.common import EXIT_FAILED, EXIT_OK, CommandError, archive_client
 
     try:
@@ -90,17 +92,19 @@ def cmd_archive_import(args: argparse.Namespace) -> int:
         summary = Importer(client, options, state).run()
     except (HarvestError, ApiError) as error:
         raise CommandError(
-            f"{error}\nibi: what was imported is kept in {path}: the same command continues",
+            f"{plain(str(error))}\nibi: what was imported is kept in {path}: the same command "
+            "continues",
             EXIT_FAILED,
         ) from None
     except KeyboardInterrupt:
         sys.stderr.write(f"ibi: interrupted; {path} keeps what was done: run it again\n")
         return 130
     print_summary(summary, path, as_json=args.json)
-    return EXIT_FAILED if summary.errors else EXIT_OK
+    return EXIT_FAILED if summary.errors or summary.stopped else EXIT_OK
 
 
 def print_summary(summary: Summary, state: Path, *, as_json: bool) -> None:
+    """The summary on stdout: its remote text (identifiers, reasons) with controls escaped."""
     if as_json:
         sys.stdout.write(json.dumps({**summary.to_mapping(), "state": str(state)}) + "\n")
         return
@@ -113,5 +117,7 @@ def print_summary(summary: Summary, state: Path, *, as_json: bool) -> None:
     ):
         if rows:
             lines.append(f"{title}:")
-            lines += [f"  {identifier}: {why}" for identifier, why in rows]
+            lines += [f"  {plain(identifier)}: {plain(why)}" for identifier, why in rows]
+    if summary.stopped is not None:
+        lines.append(f"stopped: {plain(summary.stopped)}")
     sys.stdout.write("\n".join(lines) + "\n")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from urllib.parse import urlencode, urlsplit
 
-from ibi import __version__
-from ibi.client import ApiError, LocalFile, Raw, http_send, page_text
+from ibi.client import ApiError, LocalFile, Raw, page_text
+from ibi_tools.harvest import outbound
 from ibi_tools.harvest.files import MAX_FILE_BYTES, Fetch, Fetched, download
 from ibi_tools.harvest.oai import (
     HarvestError,
@@ -28,6 +28,7 @@ from ibi_tools.harvest.oai import (
     body_text,
     parse_page,
 )
+from ibi_tools.harvest.outbound import plain
 from ibi_tools.harvest.records import (
     DATESTAMP,
     HTTP_URL,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 METADATA_PREFIX = "oai_dc"
 RETRIES = 5  # of a 503 or 429 from the repository
 MAX_WAIT = 600.0  # seconds: the longest Retry-After honoured
+MAX_ANSWER_BYTES = 64 << 20  # of one OAI-PMH answer (a page): a larger one stops the import
+MAX_IDLE_PAGES = 3  # pages in a row that bring no new record: the list is stopped there
 _SET_SPEC = re.compile(r"[A-Za-z0-9\-_.!~*'()]+(?::[A-Za-z0-9\-_.!~*'()]+)*")
 
 
@@ -63,8 +66,15 @@ Get = Callable[[str, float], Raw]
 
 
 def http_get(url: str, timeout: float) -> Raw:
-    headers = {"User-Agent": f"ibi-import/{__version__}", "Accept": "text/xml, application/xml"}
-    return http_send("GET", url, headers=headers, timeout=timeout)
+    """One OAI-PMH request through the importer's one outbound path (:mod:`.outbound`): vetted,
+    every redirect hop too, the whole answer within ``timeout``, at most 64 MiB."""
+    return outbound.get(
+        url,
+        timeout,
+        max_bytes=MAX_ANSWER_BYTES,
+        limit="the most an OAI-PMH answer is read",
+        headers={"Accept": "text/xml, application/xml"},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +107,7 @@ class Summary:
     errors: list[tuple[str, str]] = field(default_factory=list)
     files: list[tuple[str, str]] = field(default_factory=list)  # (OAI identifier, a URL left out)
     pages: int = 0
+    stopped: str | None = None  # why the list was stopped short (a token again, nothing new)
 
     def counts(self) -> str:
         return (
@@ -117,6 +128,7 @@ class Summary:
             "errors": pairs(self.errors, "reason"),
             "files_left_out": pairs(self.files, "reason"),
             "pages": self.pages,
+            "stopped": self.stopped,
         }
 
 
@@ -155,7 +167,7 @@ class Importer:
         self._held: dict[str, Held] = {}
 
     def say(self, line: str) -> None:
-        self._progress.write(f"ibi: {line}\n")
+        self._progress.write(f"ibi: {plain(line)}\n")
         self._progress.flush()
 
     def run(self) -> Summary:
@@ -176,7 +188,11 @@ class Importer:
                 f"{len(self.summary.created) - before[0]} created, "
                 f"{len(self.summary.errors) - before[1]} errors (so far: {self.summary.counts()})"
             )
-        self.state.token, self.state.complete = None, True
+        self.state.stopped = self.summary.stopped
+        if self.summary.stopped is None:
+            self.state.token, self.state.complete = None, True
+        else:
+            self.say(self.summary.stopped)
         self.state.save()
         return self.summary
 
@@ -198,22 +214,37 @@ class Importer:
 
     def pages(self) -> Iterator[OaiPage]:
         """The list's pages from the state's token (its first page when none); a token the
-        repository refuses (they expire) restarts the list once."""
+        repository refuses (they expire) restarts the list once. A list that never ends is
+        stopped (:attr:`Summary.stopped` says why): a token given again, or
+        :data:`MAX_IDLE_PAGES` pages in a row that bring no record not read before."""
         restarted = False
+        asked: set[str] = set()  # the tokens asked since the list's start, in this run
+        seen: set[str] = set()  # the identifiers read since then
+        idle = 0
         while True:
+            token = self.state.token
             try:
-                page = parse_page(self.request(self.state.token))
+                page = parse_page(self.request(token))
             except OaiError as error:
                 if error.code == "noRecordsMatch":
                     self.say("no records match: nothing to import")
                     return
-                if error.code != "badResumptionToken" or restarted or self.state.token is None:
+                if error.code != "badResumptionToken" or restarted or token is None:
                     raise
                 self.say("the repository no longer takes the saved token: reading from the start")
                 restarted, self.state.token = True, None
+                asked, seen, idle = set(), set(), 0
                 continue
+            if token is not None:
+                asked.add(token)
+            before = len(seen)
+            seen.update(record.identifier for record in page.records)
+            idle = idle + 1 if len(seen) == before else 0
             yield page
             if page.token is None:
+                return
+            self.summary.stopped = endless(page.token, asked, idle, self.summary.pages)
+            if self.summary.stopped is not None:
                 return
 
     def request(self, token: str | None) -> bytes:
@@ -235,8 +266,10 @@ class Importer:
         for attempt in range(RETRIES + 1):
             try:
                 raw = self._get(url, self.options.timeout)
+            except outbound.Refused as refused:
+                raise HarvestError(f"{plain(url)}: {refused}") from None
             except ApiError as error:
-                raise HarvestError(error.message) from None
+                raise HarvestError(plain(error.message)) from None
             if raw.status not in (429, 503) or attempt == RETRIES:
                 break
             wait = retry_after(raw.headers, attempt)
@@ -247,9 +280,8 @@ class Importer:
         # Some repositories (Zenodo) answer an OAI-PMH error with a 4xx and the error's XML.
         if 200 <= raw.status < 300 or raw.content.lstrip().startswith(b"<"):
             return raw.content
-        raise HarvestError(
-            f"{url} answered {raw.status}: {page_text(body_text(raw.content), 200)!r}"
-        )
+        received = plain(page_text(body_text(raw.content), 200))
+        raise HarvestError(f"{plain(url)} answered {raw.status}: {received!r}")
 
     # -- one record ---------------------------------------------------------------------------
 
@@ -259,6 +291,11 @@ class Importer:
         if not identifier:
             self.summary.skipped.append(("(none)", "a record with no identifier"))
             return
+        if record.unusable is not None:
+            self.state.skipped[identifier] = record.unusable
+            self.summary.skipped.append((identifier, record.unusable))
+            return
+        self.state.skipped.pop(identifier, None)
         try:
             if record.deleted:
                 self.deleted(record)
@@ -294,16 +331,18 @@ class Importer:
         """Create the record's item (unless ``label``: made by a run that failed after it), and
         upload its files when fetching; the item's IBI."""
         body = item_body(record, self.options.repository)
-        with tempfile.TemporaryDirectory(prefix="ibi-import-") as directory:
-            files = self.files(record, Path(directory)) if self.options.fetch else []
+        with contextlib.ExitStack() as stack:
+            files: list[Fetched] = []
+            if self.options.fetch:
+                directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibi-import-"))
+                files = self.files(record, Path(directory))
             if files:
                 body.pop("url", None)
             if label is None:
                 key = idempotency_key(
                     self.state.archive, self.options.repository, record.identifier
                 )
-                item = self.archive.create(body, idempotency_key=key)
-                label = str(item["ibi"].get("ibip") or item["ibi"]["rep"])
+                label = created_ibi(self.archive.create(body, idempotency_key=key))
             if files:
                 uploads: list[Upload] = [(f.name, LocalFile(f.path), f.content_type) for f in files]
                 self.archive.upload_files(label, uploads, default_file=files[0].name)
@@ -312,16 +351,17 @@ class Importer:
     def files(self, record: OaiRecord, directory: Path) -> list[Fetched]:
         """The record's files, downloaded (each URL left out is noted with its reason)."""
         fetched: list[Fetched] = []
+        names: set[str] = set()
         for url in file_urls(record.dc):
             got = self._fetch(url, directory, self.options.max_file_bytes, self.options.timeout)
             if isinstance(got, str):
                 self.summary.files.append((record.identifier, got))
                 continue
-            names = {f.name for f in fetched}
             name, n = got.name, 1
             while name in names:
                 n += 1
                 name = f"{n}-{got.name}"
+            names.add(name)
             fetched.append(Fetched(got.path, name, got.content_type, got.url))
         return fetched
 
@@ -347,6 +387,30 @@ class Importer:
         self.state.done.pop(identifier, None)
         self.state.tombstoned[identifier] = label
         self.summary.tombstoned.append((identifier, label))
+
+
+def endless(token: str, asked: set[str], idle: int, pages: int) -> str | None:
+    """Why a list whose next token is ``token`` never ends (None: it may go on)."""
+    if token in asked:
+        shown = plain(token if len(token) <= 80 else token[:79] + "…")
+        why = f"the repository gave the resumption token {shown!r} again"
+    elif idle >= MAX_IDLE_PAGES:
+        why = f"{idle} pages in a row brought no record not read before"
+    else:
+        return None
+    return (
+        f"the list was stopped after page {pages}: {why} (a list that never ends); the state "
+        "keeps that token: the same command asks for it again"
+    )
+
+
+def created_ibi(item: dict[str, Any]) -> str:
+    """The IBI of an item the Archive created (its ``ibip``, else its ``rep``)."""
+    forms = item.get("ibi") if isinstance(item, dict) else None
+    label = (forms.get("ibip") or forms.get("rep")) if isinstance(forms, dict) else None
+    if not label:
+        raise ApiError(502, f"the Archive answered no IBI for the item it created: {item!r:.200}")
+    return str(label)
 
 
 def retry_after(headers: dict[str, str], attempt: int) -> float:

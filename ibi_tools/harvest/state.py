@@ -30,6 +30,8 @@ class ImportState:
     done: dict[str, str] = field(default_factory=dict)  # OAI identifier -> IBI
     tombstoned: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # OAI identifier -> why (last run)
+    skipped: dict[str, str] = field(default_factory=dict)  # unusable (too large) -> why
+    stopped: str | None = None  # why the list was stopped short (a token again …), last run
 
     @classmethod
     def load(
@@ -62,6 +64,7 @@ class ImportState:
         state.token, state.complete = data.get("token"), bool(data.get("complete"))
         state.done, state.tombstoned = dict(data["done"]), dict(data["tombstoned"])
         state.failed = dict(data.get("failed", {}))
+        state.skipped, state.stopped = dict(data.get("skipped", {})), data.get("stopped")
         return state
 
     def save(self) -> None:
@@ -77,10 +80,13 @@ class ImportState:
             "done": self.done,
             "tombstoned": self.tombstoned,
             "failed": self.failed,
+            "skipped": self.skipped,
+            "stopped": self.stopped,
         }
         aside = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        text = json.dumps(data, sort_keys=True)  # (one line: written in C, not a key at a time)
         with aside.open("w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
+            out.write(text)
             out.flush()
             os.fsync(out.fileno())
         aside.replace(self.path)

@@ -3,65 +3,18 @@ vetted, pinned connection (ibi_tools/harvest/files.py over functions/shared/pinn
 
 Servers on loopback addresses: the "public" side on 127.0.0.2 (the only network the policy
 allows), the "internal" one on 127.0.0.1 (never to be contacted), each a raw socket that
-answers what the test scripts and records what it was sent.
+answers what the test scripts and records what it was sent (tests/oai_fixtures.py).
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from functions.shared.addresses import AddressPolicy
 from ibi_tools.harvest.files import Fetched, download
+from tests.oai_fixtures import scripted as serving
 
 PUBLIC = AddressPolicy(["127.0.0.2/32"], public=False)  # "the Internet" of these tests
-
-
-class Server:
-    """Answers every connection with ``answer`` (sent ``pause`` s a byte when given)."""
-
-    def __init__(self, host: str, answer: bytes, pause: float = 0.0) -> None:
-        self.listening = socket.create_server((host, 0))
-        self.answer = answer
-        self.pause = pause
-        self.requests: list[bytes] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.listening.getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listening.accept()
-            except OSError:
-                return
-            with connection:
-                self.requests.append(connection.recv(65536))
-                try:
-                    if not self.pause:
-                        connection.sendall(self.answer)
-                        continue
-                    for byte in self.answer:
-                        connection.sendall(bytes([byte]))
-                        threading.Event().wait(self.pause)
-                except OSError:
-                    continue
-
-
-@contextmanager
-def serving(host: str, answer: bytes, pause: float = 0.0) -> Iterator[Server]:
-    server = Server(host, answer, pause)
-    try:
-        yield server
-    finally:
-        server.listening.close()
 
 
 def ok(body: bytes, kind: str = "application/pdf") -> bytes:
