@@ -70,7 +70,8 @@ UPLOADS_EXPIRE = Duration.days(1)  # an upload never committed is deleted after 
 # (AWSCURRENT, and AWSPREVIOUS after a rotation). Not grant_read: it adds DescribeSecret.
 URLKEY_SECRET_ACTIONS = ("secretsmanager:GetSecretValue",)
 
-MINT_PATH = "/mint"  # the minting API's route the Archive calls (ibi/client/)
+MINT_PATH = "/mint"  # the minting API's routes the Archive calls (ibi/client/)
+MINTS_PATH = "/mints"
 
 HANDLER = "functions.archive.handler.lambda_handler"
 # The HTTP API gives up on an integration after 30 s.
@@ -232,6 +233,9 @@ class Archive(LambdaService):
             ],
             reserved_concurrency=reserved_concurrency,
         )
+        # Who the Archive is in a mint record (issued.py): its role, which a record names as
+        # the assumed role (a value, not a grant: the role is the function's own).
+        self.function.add_environment("IBI_ARCHIVE_PRINCIPAL", self.role.role_arn)
         self._add_datestamp_index()
         if registration_key_parameter:
             self._grant_parameter_read(registration_key_parameter)
@@ -511,31 +515,36 @@ class Archive(LambdaService):
         )
 
 
-def grant_mint(minting: MintingService, role: iam.Role) -> iam.Grant:
-    """Let ``role`` call ``POST /mint`` of ``minting``, and none of its other routes.
+def grant_mint(minting: MintingService, role: iam.Role) -> list[iam.Grant]:
+    """Let ``role`` call ``POST /mint`` and ``GET /mints`` of ``minting``, and none of its
+    other routes: it mints, and reads the record of an IBI a depositor names (issue 35: an
+    original only for an IBI issued to it or to its depositor, functions/archive/issued.py).
 
-    ``MintingService.grant_invoke`` grants every route; an Archive only mints. ``role`` and
-    ``minting`` are in one stack (the finding acknowledged names the API's logical id).
+    ``MintingService.grant_invoke`` grants every route. ``role`` and ``minting`` are in one
+    stack (the findings acknowledged name the API's logical id).
     """
-    (route,) = [route for route in minting.routes if route.path == MINT_PATH]
-    grant = route.grant_invoke(role, http_methods=[POST])
-    _acknowledge_mint_grant(minting, role)
-    return grant
+    grants = []
+    for path, method in ((MINT_PATH, POST), (MINTS_PATH, GET)):
+        (route,) = [route for route in minting.routes if route.path == path]
+        grants.append(route.grant_invoke(role, http_methods=[method]))
+        _acknowledge_mint_grant(minting, role, f"{method.value}{path}")
+    return grants
 
 
-def _acknowledge_mint_grant(minting: MintingService, role: iam.Role) -> None:
+def _acknowledge_mint_grant(minting: MintingService, role: iam.Role, route: str) -> None:
     """The cdk-nag finding :func:`grant_mint` accepts on purpose, with the reason it is safe."""
     Validations.of(role).acknowledge(
         Acknowledgment(
             id=(
                 "AwsSolutions-IAM5[Resource::"
                 f"{nag_arn_prefix(role, 'execute-api', literal_partition=False)}:"
-                f"<{logical_id(minting.api)}>/*/POST{MINT_PATH}]"
+                f"<{logical_id(minting.api)}>/*/{route}]"
             ),
             reason=(
                 "The one wildcard is the stage: the minting API has a single stage, $default. "
                 "The API, the method and the route are named, so the Archive may call POST "
-                "/mint and no other route of the minting service."
+                "/mint and GET /mints (an IBI's record) and no other route of the minting "
+                "service."
             ),
         )
     )

@@ -478,6 +478,7 @@ class ContentService:
     get = Through(ArchiveService.get)
     list_items = Through(ArchiveService.list_items)
     create_original = Through(ArchiveService.create_original)
+    deposit_original = Through(ArchiveService.deposit_original)
     import_original = Through(ArchiveService.import_original)
     update = Through(ArchiveService.update)
     link = Through(ArchiveService.link)

@@ -26,6 +26,9 @@ These verbs change item records only; the files' bytes are the content layer's
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -40,9 +43,11 @@ from functions.archive.errors import (
     Unavailable,
     Unprocessable,
 )
+from functions.archive.issued import DEPOSIT_KEY, MintRecords, check_issued
 from functions.archive.items import MAX_HISTORY, UNAVAILABLE, UNKNOWN, ItemRecords, Minter
 from functions.archive.model import (
     ContentType,
+    DepositRequest,
     Forms,
     Item,
     OriginalCheck,
@@ -78,6 +83,24 @@ CREATOR_WINDOW = Decimal(3600)
 # An IBI dated later than now (beyond this clock skew) was not minted yet: nobody may claim it.
 FUTURE_SLACK = Decimal(60)
 MAX_REASON = 500
+
+
+def deposit_request(principal: str, idempotency_key: str, body: Any) -> DepositRequest:
+    """What ``idempotency_key`` binds: the key as its depositor's own, and the body's digest
+    (its canonical JSON: keys sorted, no spaces; numbers as the request spelled them)."""
+    scoped = hashlib.sha256(f"{principal}\n{idempotency_key}".encode()).hexdigest()
+    canonical = json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return DepositRequest(key=scoped, body=hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def mint_key(request: DepositRequest | None) -> str:
+    """The Idempotency-Key a deposit mints under: its request's (scoped to its depositor, so a
+    retry gets the same IBI), else one of its own; always a deposit's (``issued.py``)."""
+    return f"{DEPOSIT_KEY}{request.key if request else 'once:' + uuid.uuid4().hex}"
+
+
 # The links DELETE /api/item/links removes (?link=; also translation(LANG)), as the history
 # names each.
 UNLINKABLE = {
@@ -105,6 +128,10 @@ class NextEditionExists(ArchiveError):
     """A conditional next-edition link (``"if_none": true``) to an item that has another one."""
 
     status = 409
+
+
+class IdempotencyKeyReused(Unprocessable):
+    """An Idempotency-Key sent again by its depositor with another request body."""
 
 
 class FileExists(ArchiveError):
@@ -136,12 +163,15 @@ class FileChange:
 class Deposits(ItemRecords):
     """Originals and copies deposited, their files added or revised, linked, updated, deleted.
 
-    ``_mint`` mints an IBI (None: this Archive mints nothing), ``own_prefixes`` are its
-    subsystems' and ``_window`` how long a depositor may add files (``ArchiveService`` sets
-    them).
+    ``_mint`` mints an IBI (None: this Archive mints nothing), ``_mint_records`` reads the
+    minting service's record (None: no service to ask), ``_principal`` is who this Archive is
+    there, ``own_prefixes`` are its subsystems' and ``_window`` how long a depositor may add
+    files (``ArchiveService`` sets them).
     """
 
     _mint: Minter | None
+    _mint_records: MintRecords | None
+    _principal: str
     own_prefixes: frozenset[str]
     _window: Decimal
 
@@ -150,31 +180,71 @@ class Deposits(ItemRecords):
     def create_original(
         self, body: Any, *, idempotency_key: str | None = None, principal: str = UNKNOWN
     ) -> Item:
-        """A new original. With an idempotency key, a retried request gets the same item.
+        """A new original (:meth:`deposit_original`'s item)."""
+        item, _ = self.deposit_original(body, idempotency_key=idempotency_key, principal=principal)
+        return item
+
+    def deposit_original(
+        self, body: Any, *, idempotency_key: str | None = None, principal: str = UNKNOWN
+    ) -> tuple[Item, bool]:
+        """A new original, and whether it is a retried request's item (made before).
 
         An IBI given must be one of this Archive's own subsystems (:class:`NotOwnSubsystem`),
-        and minted already (not dated in the future).
+        not dated in the future, and issued by the minting service to this Archive or to the
+        depositor, for no deposit of this Archive's (``issued.py``). An Idempotency-Key is the
+        depositor's own: the same key from the same principal with the same body gets the same
+        item back, with another body :class:`IdempotencyKeyReused`; another principal's key of
+        the same spelling is another key.
         """
         data = fields_of(body, ORIGINAL_FIELDS, "a new original")
+        request = deposit_request(principal, idempotency_key, body) if idempotency_key else None
         if "ibi" in data:
             if "subsystem" in data:
                 raise BadRequest('give either "ibi" (minted before) or "subsystem" (mint now)')
             forms = forms_of(data["ibi"])
+            made = self._made_by(forms, request)
+            if made is not None:
+                return made, True
             self._check_own(forms)
+            self._check_issued(forms, principal)
         else:
             if self._mint is None:
                 raise BadRequest('this Archive mints nothing: give the item\'s "ibi"')
-            deposit_key = f"deposit:{idempotency_key}" if idempotency_key else None
-            forms = self._mint(data.get("subsystem"), deposit_key)
+            forms = self._mint(data.get("subsystem"), mint_key(request))
             if data.get("subsystem") and self.own_prefixes:
                 self._check_own(forms)  # another Archive's subsystem: its IBI, not ours
-        item = self._build(forms, State.ORIGINAL, data, principal)
-        if idempotency_key is not None:
-            existing = self.items.get(forms.key)
-            if existing is not None and existing.state is State.ORIGINAL and not existing.service:
-                return existing  # the same request, retried: its item, not a second one
+            made = self._made_by(forms, request)
+            if made is not None:
+                return made, True
+        item = replace(self._build(forms, State.ORIGINAL, data, principal), deposit_request=request)
         self._create(item)
-        return item
+        return item, False
+
+    def _made_by(self, forms: Forms, request: DepositRequest | None) -> Item | None:
+        """The item ``request`` (its key, scoped to its depositor) made before, if any; the
+        same key with another body is :class:`IdempotencyKeyReused`."""
+        if request is None:
+            return None
+        try:
+            existing = self.items.get(forms.key)
+        except ArchiveStoreError as error:
+            raise Unavailable(UNAVAILABLE) from error
+        made = existing.deposit_request if existing is not None else None
+        if existing is None or made is None or made.key != request.key:
+            return None  # a new item (or another request's: its IBI is taken, a 409 below)
+        if made.body != request.body:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used for a different request (another body); send "
+                "a new key for a new deposit"
+            )
+        return existing
+
+    def _check_issued(self, forms: Forms, depositor: str) -> None:
+        """The mint record's word on ``forms`` (``issued.py``). An Archive wired to no minting
+        service (in-memory tests) has no record to ask: the prefix and date rules alone."""
+        if self._mint_records is not None:
+            issue = self._mint_records.issue_of(forms.key)
+            check_issued(forms, issue, archive=self._principal, depositor=depositor)
 
     def _check_own(self, forms: Forms) -> None:
         """Refuse an original for an IBI none of this Archive's subsystems minted (or could have

@@ -243,7 +243,12 @@ def get_service() -> Response[str]:
 @app.post("/api/items")
 def create_original() -> Response[str]:
     key = edge.idempotency_key(app.current_event, error=BadRequest, max_length=MAX_IDEMPOTENCY_KEY)
-    item = site().content.create_original(body(), idempotency_key=key, principal=principal())
+    item, replayed = site().content.deposit_original(
+        body(), idempotency_key=key, principal=principal()
+    )
+    if replayed:  # the same depositor's same request again: its item, as first answered
+        count("DepositsReplayed")
+        return json_response(201, site().content.item_answer(item), {"Idempotent-Replayed": "true"})
     count("ItemsCreated")
     logger.info("original created", extra={"ibi": item.key, "by": item.creator})
     return item_json(201, item)

@@ -14,6 +14,7 @@ from typing import Any
 
 from functions.archive.model import (
     ContentType,
+    DepositRequest,
     Forms,
     Item,
     OaiSource,
@@ -79,6 +80,7 @@ def item_to_mapping(item: Item) -> dict[str, Any]:
         "moved_to": forms_mapping(item.moved_to),
         "moved_at": format_date(item.moved_at) if item.moved_at is not None else None,
         "oai_source": item.oai_source.to_mapping() if item.oai_source else None,
+        "deposit_request": item.deposit_request.to_mapping() if item.deposit_request else None,
     }
 
 
@@ -125,6 +127,9 @@ def item_from_mapping(data: dict[str, Any], version: int = 0) -> Item:
         moved_to=_forms(data.get("moved_to")),
         moved_at=Decimal(data["moved_at"]) if data.get("moved_at") else None,
         oai_source=OaiSource(**data["oai_source"]) if data.get("oai_source") else None,
+        deposit_request=DepositRequest(**data["deposit_request"])
+        if data.get("deposit_request")
+        else None,
         version=version,
     )
 

@@ -349,6 +349,23 @@ _OAI_DATESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9
 
 
 @dataclass(frozen=True, slots=True)
+class DepositRequest:
+    """The request an Idempotency-Key made an item with (issue 35): the key's SHA-256, scoped
+    to its depositor (``principal\nkey``), and the request body's (its canonical JSON). The
+    same key again from the same depositor gets the item back only with the same body."""
+
+    key: str
+    body: str
+
+    def __post_init__(self) -> None:
+        if not (is_sha256(self.key) and is_sha256(self.body)):
+            raise InvalidInput("deposit_request", "its key and body are SHA-256s (64 hex digits)")
+
+    def to_mapping(self) -> dict[str, str]:
+        return {"key": self.key, "body": self.body}
+
+
+@dataclass(frozen=True, slots=True)
 class OaiSource:
     """The OAI-PMH record an item was imported from (``ibi archive import``): the repository's
     base URL, the record's OAI identifier and its datestamp then. It is how a later import of the
@@ -439,6 +456,8 @@ class Item:
     moved_at: Decimal | None = None
     # The OAI-PMH record it was imported from (None: not imported from one).
     oai_source: OaiSource | None = None
+    # The Idempotency-Key request that deposited it (None: deposited without one).
+    deposit_request: DepositRequest | None = None
     version: int = 0
     # Accesses counted here (ibi/core/usage.py): kept beside the item by the store, not part
     # of its JSON (a deposit, a transfer body), and no part of the item's equality.

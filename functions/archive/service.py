@@ -23,11 +23,13 @@ from functions.archive.deposits import (
     DiffersFromOriginal,
     FileChange,
     FileExists,
+    IdempotencyKeyReused,
     NextEditionExists,
     NotCreator,
     NotOwnSubsystem,
     reason_of,
 )
+from functions.archive.issued import MintRecords
 from functions.archive.items import UNKNOWN, Clock, Minter
 from functions.archive.store import ItemStore
 from functions.archive.transfers import Transfers
@@ -39,6 +41,7 @@ __all__ = [
     "DiffersFromOriginal",
     "FileChange",
     "FileExists",
+    "IdempotencyKeyReused",
     "Minter",
     "NextEditionExists",
     "NotCreator",
@@ -64,9 +67,13 @@ class ArchiveService(Deposits, Transfers, ServiceItem):
         name: str = "archive",
         own_prefixes: Iterable[str] = (),
         creator_window: Decimal = CREATOR_WINDOW,
+        mint_records: MintRecords | None = None,
+        principal: str = UNKNOWN,
     ) -> None:
         super().__init__(items, clock=clock)
         self._mint = mint
+        self._mint_records = mint_records
+        self._principal = principal
         self.service_mint_key = f"archive-service:{name}"
         self.own_prefixes = frozenset(own_prefixes)
         self._window = creator_window

@@ -45,6 +45,9 @@ class ArchiveSettings:
     # The IBI prefixes of this Archive's own subsystems (its minting service's, both forms):
     # the only IBIs it takes an original for without a transfer or an operator's import.
     subsystem_prefixes: tuple[str, ...] = ()
+    # Who this Archive is at its minting service, as the mint record names a requester: its
+    # Lambda role's ARN in AWS, ``anonymous:127.0.0.1`` locally (issued.py).
+    principal: str = "unknown"
     # Networks a transfer may reach besides public addresses (loopback, locally).
     allow_networks: tuple[str, ...] = ()
     # The HMAC key urlkeys are signed under (urlkeys.py): a Secrets Manager secret in AWS, a
@@ -94,6 +97,7 @@ class ArchiveSettings:
                 subsystem_prefixes=tuple(
                     subsystem_prefix(p) for p in _listed(env, "IBI_ARCHIVE_SUBSYSTEM_PREFIXES")
                 ),
+                principal=env.get("IBI_ARCHIVE_PRINCIPAL") or "unknown",
                 allow_networks=tuple(
                     str(ipaddress.ip_network(n)) for n in _listed(env, "IBI_ALLOW_NETWORKS")
                 ),

@@ -24,7 +24,9 @@ from aws_lambda_powertools import Logger
 
 from functions.archive.content import ContentService, FileStore, GoodCopy, Receivers
 from functions.archive.copies import CopyChecks
+from functions.archive.deposits import IdempotencyKeyReused
 from functions.archive.errors import BadRequest, Unavailable
+from functions.archive.issued import Issue, MintRecords
 from functions.archive.links import LinkChecks, LinkItems
 from functions.archive.model import Forms
 from functions.archive.offers import OfferKeys, Sender
@@ -135,6 +137,10 @@ def mint_through(endpoint: str, subsystem: str | None) -> Minter:
                 subsystem=requested or subsystem, count=1, idempotency_key=idempotency_key
             )
         except ApiError as error:  # the depositor's mistake (400, 404, 422), else retry later
+            if error.code == "IdempotencyKeyReused":  # the same key, another subsystem
+                raise IdempotencyKeyReused(
+                    f"the minting service refused: {error.message}"
+                ) from None
             if error.status in {400, 404, 422}:
                 raise BadRequest(f"the minting service refused: {error.message}") from None
             raise Unavailable(f"the minting service cannot mint now: {error}") from None
@@ -142,6 +148,35 @@ def mint_through(endpoint: str, subsystem: str | None) -> Minter:
         return Forms(rep=ibi["rep"], ibip=ibi["ibip"])
 
     return mint
+
+
+class MintRecordsThrough:
+    """The mint record, read through the minting API (``GET /mints?ibi=``, signed in AWS)."""
+
+    def __init__(self, endpoint: str) -> None:
+        from ibi.client import MintingClient
+
+        self._client = MintingClient(endpoint, timeout=10)
+
+    def issue_of(self, label: str) -> Issue | None:
+        from ibi.client import ApiError
+
+        try:
+            record = self._client.record_of(label)
+        except ApiError as error:
+            if error.status == 404 or error.code in {"NotRecorded", "UnknownSubsystem"}:
+                return None  # no record holds it, or no subsystem of this service mints it
+            raise Unavailable(f"the minting service cannot show its record now: {error}") from None
+        return issue_from(record)
+
+
+def issue_from(record: dict[str, Any]) -> Issue:
+    """An :class:`Issue` from a record as ``GET /mints`` answers it."""
+    return Issue(
+        requester=str(record["requester"]),
+        idempotency_key=record.get("idempotency_key"),
+        ibis=tuple(Forms(rep=i.get("rep"), ibip=i.get("ibip")) for i in record["ibis"]),
+    )
 
 
 def switch_on(settings: ArchiveSettings, registration_key: Callable[[], str]) -> Joiner:
@@ -308,13 +343,17 @@ def build(
     s3: Any = None,
     registration_key: Callable[[], str] | None = None,
     mint: Minter | None = None,
+    mint_records: MintRecords | None = None,
     clock: Callable[[], Decimal] = system_clock,
     secretsmanager: Any = None,
 ) -> Runtime:
-    """The runtime over these clients; ``mint`` defaults to the settings' minting API."""
+    """The runtime over these clients; ``mint`` and ``mint_records`` default to the settings'
+    minting API."""
     store = DynamoItemStore(dynamodb, settings.table)
     if mint is None and settings.mint_endpoint:
         mint = mint_through(settings.mint_endpoint, settings.mint_subsystem)
+    if mint_records is None and settings.mint_endpoint:
+        mint_records = MintRecordsThrough(settings.mint_endpoint)
     files: FileStore | None = None
     if s3 is not None and settings.bucket:
         from functions.archive.files import S3FileStore
@@ -329,6 +368,8 @@ def build(
             mint=mint,
             name=settings.table,
             own_prefixes=settings.subsystem_prefixes,
+            mint_records=mint_records,
+            principal=settings.principal,
         ),
         store=store,
         settings=settings,

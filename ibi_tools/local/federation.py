@@ -458,6 +458,8 @@ class LocalFederation:
                 "IBI_RESOLVER_URL": self.resolver_url,
                 "IBI_MINT_ENDPOINT": mint_endpoint,
                 "IBI_MINT_SUBSYSTEM": archive_subsystem(name, port)["name"],
+                # who it is in the mint record: every local caller is its loopback address
+                "IBI_ARCHIVE_PRINCIPAL": "anonymous:127.0.0.1",
                 # its own subsystems' prefixes: the IBIs it takes originals for
                 "IBI_ARCHIVE_SUBSYSTEM_PREFIXES": ",".join(self._prefixes[name]),
                 "IBI_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",  # transfers to loopback Archives

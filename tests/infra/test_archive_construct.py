@@ -159,8 +159,9 @@ def test_url_properties(alone: tuple[Stack, Archive]) -> None:
     assert stack.resolve(archive.deposit_url)["Fn::Join"][1][-1] == "/api/"
 
 
-def test_grant_mint_allows_post_mint_only() -> None:
-    """With a minting service: IBI_MINT_ENDPOINT is its URL, and only POST /mint is allowed."""
+def test_grant_mint_allows_post_mint_and_get_mints_only() -> None:
+    """With a minting service: IBI_MINT_ENDPOINT is its URL, and only POST /mint (to mint) and
+    GET /mints (an IBI's record, issued.py) are allowed; IBI_ARCHIVE_PRINCIPAL is its role."""
     stack = Stack()
     minting = MintingService(
         stack,
@@ -177,8 +178,8 @@ def test_grant_mint_allows_post_mint_only() -> None:
     archive = Archive(
         stack, "Archive", mint_endpoint=minting.url, mint_subsystem="archive", code=INLINE
     )
-    grant = grant_mint(minting, archive.role)
-    assert grant.success
+    grants = grant_mint(minting, archive.role)
+    assert all(grant.success for grant in grants)
     template = Template.from_stack(stack)
 
     (function,) = [
@@ -189,12 +190,17 @@ def test_grant_mint_allows_post_mint_only() -> None:
     variables = function["Properties"]["Environment"]["Variables"]
     assert variables["IBI_MINT_ENDPOINT"] == stack.resolve(minting.url)
     assert variables["IBI_MINT_SUBSYSTEM"] == "archive"
+    assert variables["IBI_ARCHIVE_PRINCIPAL"] == stack.resolve(archive.role.role_arn)
 
-    (invoke,) = [
-        statement
+    invoked = [
+        statement["Resource"]
         for statement in _roles_policy(template, "ArchiveFunctionRole")
         if statement["Action"] == "execute-api:Invoke"
     ]
-    parts = invoke["Resource"]["Fn::Join"][1]
-    assert {"Ref": stack.resolve(minting.api.api_id)["Ref"]} in parts
-    assert parts[-1] == "/*/POST/mint"
+    resources = [r for found in invoked for r in (found if isinstance(found, list) else [found])]
+    api = {"Ref": stack.resolve(minting.api.api_id)["Ref"]}
+    assert all(api in resource["Fn::Join"][1] for resource in resources)
+    assert sorted(resource["Fn::Join"][1][-1] for resource in resources) == [
+        "/*/GET/mints",
+        "/*/POST/mint",
+    ]

@@ -236,6 +236,10 @@ def test_function_environment(archive_synthesized: Archive) -> None:
             for subsystem in DEFAULT_SUBSYSTEMS
             for prefix in (subsystem.rep_prefix, subsystem.ibip_prefix)
         ),
+        # who it is in a mint record (issued.py): its own role
+        "IBI_ARCHIVE_PRINCIPAL": {
+            "Fn::GetAtt": [archive_synthesized.logical_id(stack.archive.role), "Arn"]
+        },
         "POWERTOOLS_SERVICE_NAME": "archive",
         "POWERTOOLS_METRICS_NAMESPACE": "ibi",
         "LOG_LEVEL": "INFO",
@@ -251,6 +255,7 @@ def test_the_function_accepts_its_environment(archive_synthesized: Archive) -> N
         "IBI_ARCHIVE_BUCKET": "files-bucket",
         "IBI_MINT_ENDPOINT": "https://abc123.execute-api.eu-west-1.amazonaws.com/",
         "IBI_URLKEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:u-AbCdEf",
+        "IBI_ARCHIVE_PRINCIPAL": "arn:aws:iam::123456789012:role/IbiArchive-ArchiveFunctionRole",
     }
     resolved = {
         name: value if isinstance(value, str) else placeholders[name]
@@ -264,6 +269,7 @@ def test_the_function_accepts_its_environment(archive_synthesized: Archive) -> N
     assert settings.urlkey_ttl_seconds == 600
     assert settings.subsystem_prefixes == ("example.org/ibi", DEFAULT_SUBSYSTEMS[0].ibip_prefix)
     assert settings.allow_networks == ()  # a transfer reaches public addresses only
+    assert settings.principal == placeholders["IBI_ARCHIVE_PRINCIPAL"]
 
 
 def test_function_role_grants_exactly_what_the_function_does(
@@ -278,22 +284,24 @@ def test_function_role_grants_exactly_what_the_function_does(
     def logical_id(construct: Any) -> str:
         return archive_synthesized.logical_id(construct)
 
-    mint_route = {
-        "Fn::Join": [
-            "",
-            [
-                "arn:",
-                {"Ref": "AWS::Partition"},
-                ":execute-api:",
-                {"Ref": "AWS::Region"},
-                ":",
-                {"Ref": "AWS::AccountId"},
-                ":",
-                {"Ref": logical_id(stack.minting.api)},
-                "/*/POST/mint",
-            ],
-        ]
-    }
+    def minting_route(route: str) -> dict[str, Any]:
+        return {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    {"Ref": "AWS::Partition"},
+                    ":execute-api:",
+                    {"Ref": "AWS::Region"},
+                    ":",
+                    {"Ref": "AWS::AccountId"},
+                    ":",
+                    {"Ref": logical_id(stack.minting.api)},
+                    f"/*/{route}",
+                ],
+            ]
+        }
+
     assert granted(archive_synthesized.template, role_id) == {
         arn_of(logical_id(stack.archive.items_table)): ITEMS_TABLE_ACTIONS,
         # OAI-PMH's index: Query, on it alone (not <table>/index/*)
@@ -308,7 +316,10 @@ def test_function_role_grants_exactly_what_the_function_does(
         ): {"s3:GetObject", "s3:PutObject"},
         arn_of(logical_id(stack.archive.files_bucket)): {"s3:ListBucket"},
         arn_of(logical_id(stack.archive.log_group)): LOG_ACTIONS,
-        json.dumps(mint_route, sort_keys=True): {"execute-api:Invoke"},
+        # it mints, and reads an IBI's mint record (issued.py): no other minting route
+        json.dumps([minting_route("GET/mints"), minting_route("POST/mint")], sort_keys=True): {
+            "execute-api:Invoke"
+        },
         json.dumps({"Ref": logical_id(stack.archive.urlkey_secret)}): {
             "secretsmanager:GetSecretValue"
         },

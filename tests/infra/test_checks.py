@@ -72,6 +72,8 @@ ACCEPTED_FINDINGS = {
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/items/*]",
         "AwsSolutions-IAM5[Resource::<ArchiveFilesBucket12AFF5A1.Arn>/uploads/*]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
+        "<AWS::AccountId>:<MintingApi90BDA48E>/*/GET/mints]",
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:"
         "<AWS::AccountId>:<MintingApi90BDA48E>/*/POST/mint]",
         "AwsSolutions-L1",  # Python 3.13: the minting, Archive, resolver functions
         "AwsSolutions-L1",
@@ -211,7 +213,7 @@ def test_every_acknowledgment_is_needed(monkeypatch: pytest.MonkeyPatch, name: s
     """Without its acknowledgments the app shows exactly the findings they accept."""
     monkeypatch.setattr(MintingService, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(Archive, "_acknowledge_findings", lambda self: None)
-    monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role: None)
+    monkeypatch.setattr(archive, "_acknowledge_mint_grant", lambda minting, role, route: None)
     monkeypatch.setattr(Resolver, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(CiMinter, "_acknowledge_findings", lambda self: None)
     monkeypatch.setattr(OriginVerify, "_acknowledge_findings", lambda self: None)
