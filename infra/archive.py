@@ -233,17 +233,20 @@ class Archive(LambdaService):
             ],
             reserved_concurrency=reserved_concurrency,
         )
-        # Who the Archive is in a mint record (issued.py): its role, which a record names as
-        # the assumed role (a value, not a grant: the role is the function's own).
-        self.function.add_environment("IBI_ARCHIVE_PRINCIPAL", self.role.role_arn)
         self._add_datestamp_index()
-        if registration_key_parameter:
-            self._grant_parameter_read(registration_key_parameter)
+        self._name_itself(registration_key_parameter)
         # Behind the edge (ibi:waf) the public routes are the edge's only: its origin check.
         self.behind_edge = public_authorizer is not None
         self._add_http_api(log_retention, public_authorizer or apigwv2.HttpNoneAuthorizer())
         self._add_link_check(code, link_check_every_hours, base_url, log_retention, log_level)
         self._acknowledge_findings()
+
+    def _name_itself(self, registration_key_parameter: str | None) -> None:
+        """Who the Archive is: in a mint record (issued.py) its role, which a record names as
+        the assumed role (a value, not a grant); at its resolver the key it may read."""
+        self.function.add_environment("IBI_ARCHIVE_PRINCIPAL", self.role.role_arn)
+        if registration_key_parameter:
+            self._grant_parameter_read(registration_key_parameter)
 
     def _environment(
         self, *, mint_endpoint: str, urlkey_ttl_seconds: int, optional: dict[str, str | None]
