@@ -38,6 +38,7 @@ from ibi_tools.cli.labels import add_label_commands
 from ibi_tools.cli.local import add_local_command
 from ibi_tools.cli.minting import add_minting_commands
 from ibi_tools.cli.resolver import add_resolver_commands
+from ibi_tools.cli.terminal import plain_output
 
 __all__ = [
     "EXIT_FAILED",
@@ -116,6 +117,12 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; whatever it writes is :func:`~ibi_tools.cli.terminal.plain` text."""
+    with plain_output():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     from ibi.client import ApiError
 
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ibi.core.errors import InvalidIBI, InvalidInput
+from ibi_tools.cli.terminal import raw
 
 if TYPE_CHECKING:
     from ibi.client import UploadProgress
@@ -274,7 +275,8 @@ class ProgressBar:
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True, force_terminal=True),
+            # its own escape sequences, under the command's plain stream (terminal.py)
+            console=Console(file=raw(sys.stderr), force_terminal=True),
         )
         total = sum(
             c.path.stat().st_size if isinstance(c, LocalFile) else len(c) for _, c, _ in files
