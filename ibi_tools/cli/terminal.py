@@ -49,14 +49,14 @@ class PlainStream:
 
 def raw(stream: Any) -> TextIO:
     """The stream under a :class:`PlainStream` (for rich's own escape sequences), else it."""
-    return stream.raw if isinstance(stream, PlainStream) else stream  # type: ignore[no-any-return]
+    return stream.raw if isinstance(stream, PlainStream) else stream
 
 
 @contextmanager
 def plain_output() -> Iterator[None]:
     """``sys.stdout`` and ``sys.stderr`` as :class:`PlainStream`\\ s while the block runs."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PlainStream(saved[0]), PlainStream(saved[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = PlainStream(saved[0]), PlainStream(saved[1])
     try:
         yield
     finally:
