@@ -7,8 +7,9 @@ URL comes from the offer the receiver's owner accepts (:class:`PublicArchive`). 
 every request goes through the rules of the resolver's fetches (``functions.shared.addresses``):
 the host is resolved once, every address must be public unless the allow-list
 (``IBI_ALLOW_NETWORKS``: loopback in local mode and tests) covers it, and the connection goes to
-the very IP that was checked (TLS still verifies the host name). No redirect is followed and an
-answer is read up to :data:`MAX_ANSWER_BYTES`.
+the very IP that was checked (TLS still verifies the host name). No redirect is followed, an
+answer is read up to :data:`MAX_ANSWER_BYTES`, and one deadline holds for the whole exchange
+(the timeout for the head and for each MiB), never a timeout per read.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from urllib.parse import SplitResult, quote, urljoin, urlsplit
 from functions.archive.links import FetchFailed, Problem, Reply
 from functions.archive.model import Forms
 from functions.shared.addresses import AddressPolicy, Unresolvable, UnsafeAddress
+from functions.shared.pinned import Deadline
 from functions.shared.pinned import pinned as _pinned
 from ibi.client import ApiError, Raw, Transport
 
 MAX_ANSWER_BYTES = 1024 * 1024  # a receiver's JSON answers are a few kilobytes
+MIB = 1024 * 1024
 
 
 class RefusedAddress(ApiError):
@@ -42,6 +45,27 @@ def _split(url: str) -> SplitResult:
         return urlsplit(url)
     except ValueError as error:
         raise ApiError(0, f"{url[:200]!r} is not a URL ({error})") from None
+
+
+def _read_paced(
+    connection: http.client.HTTPConnection,
+    response: http.client.HTTPResponse,
+    max_bytes: int,
+    timeout: float,
+) -> bytes:
+    """The body, up to ``max_bytes`` + 1 bytes, a MiB at a time, each MiB within ``timeout``
+    (the connection's :class:`~functions.shared.pinned.Deadline` moved on per block)."""
+    blocks: list[bytes] = []
+    size = 0
+    while size <= max_bytes:
+        if isinstance(connection.sock, Deadline):
+            connection.sock.deadline = time.monotonic() + timeout
+        block = response.read(min(MIB, max_bytes + 1 - size))
+        if not block:
+            break
+        blocks.append(block)
+        size += len(block)
+    return b"".join(blocks)
 
 
 def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES) -> Transport:
@@ -60,14 +84,18 @@ def vetted_transport(policy: AddressPolicy, *, max_bytes: int = MAX_ANSWER_BYTES
         host = split.hostname
         if split.scheme not in {"http", "https"} or not host:
             raise RefusedAddress(f"{url[:200]!r} is not an http(s) URL")
+        # One deadline for the whole exchange (issue 35: a timeout per read let a server dripping
+        # a byte at a time hold a request for ever): ``timeout`` for the head and for each MiB
+        # sent, then moved on by ``timeout`` for each MiB read.
+        deadline = time.monotonic() + timeout * (1 + len(data) / MIB)
         try:
-            connection, target = _pinned(policy, split, timeout)
+            connection, target = _pinned(policy, split, timeout, deadline)
         except (UnsafeAddress, ValueError) as error:
             raise RefusedAddress(f"will not contact {where or host}: {error}") from None
         try:
             connection.request(method, target, body=data or None, headers=headers or {})
             response = connection.getresponse()
-            content = response.read(max_bytes + 1)
+            content = _read_paced(connection, response, max_bytes, timeout)
             if len(content) > max_bytes:
                 raise ApiError(0, f"{where or host} answered more than {max_bytes} bytes")
             return Raw(response.status, dict(response.getheaders()), content)
