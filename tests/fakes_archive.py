@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from functions.archive.files import FileMismatch, FileMissing
+from functions.archive.holdings import Requests
 from functions.archive.mapping import item_to_mapping
 from functions.archive.model import Forms, Item, LinkCheck, Profile
 from functions.archive.store import ItemExists, StaleItem, datestamp_of, is_record
@@ -28,6 +29,9 @@ class MemoryItemStore:
         self.urlkeys: dict[str, int] = {}  # spent urlkeys, until when they are kept
         self.accesses: dict[str, int] = {}
         self.months: dict[str, dict[str, int]] = {}  # label -> month -> accesses
+        self.unique: dict[str, int] = {}  # label -> unique requests (issue 35)
+        self.unique_months: dict[str, dict[str, int]] = {}
+        self.requests: dict[tuple[str, str], tuple[int, int]] = {}  # (label, client) -> at, session
         self.link_checks: dict[str, LinkCheck] = {}  # beside the item, as the store keeps them
         self._lock = threading.Lock()
 
@@ -42,6 +46,9 @@ class MemoryItemStore:
         if item is None or item.key not in self.accesses:
             return item
         usage = Usage.of(self.accesses[item.key], self.months.get(item.key, {}))
+        if item.key in self.unique:  # as the store: Requests once a unique request is counted
+            unique = Usage.of(self.unique[item.key], self.unique_months[item.key])
+            usage = Requests.of(usage.total, dict(usage.months), unique=unique)
         return replace(item, usage=usage)  # as the store reads it beside the item
 
     def create(self, item: Item, *, accesses: int = 0) -> None:
@@ -107,7 +114,17 @@ class MemoryItemStore:
             self.urlkeys[urlkey] = expires_at
             return True
 
-    def count_access(self, label: str, *, month: str) -> int:
+    def claim_request(
+        self, label: str, client: str, *, at: int, window: int, session_seconds: int
+    ) -> bool | None:
+        with self._lock:  # as the store's conditional update: one claimant
+            before = self.requests.get((label, client))
+            if before is not None and before[0] >= at - window:
+                return None
+            self.requests[(label, client)] = (at, at // session_seconds)
+            return before is None or before[1] != at // session_seconds
+
+    def count_access(self, label: str, *, month: str, unique: bool = False) -> int:
         # As DynamoDB's ADD: on the record named (an alias record is not the item's).
         if label not in self.items and label not in self.aliases:
             return 0
@@ -117,6 +134,10 @@ class MemoryItemStore:
             self.accesses[label] = self.accesses.get(label, 0) + 1
             months = self.months.setdefault(label, {})
             months[month] = months.get(month, 0) + 1
+            if unique:
+                self.unique[label] = self.unique.get(label, 0) + 1
+                by_month = self.unique_months.setdefault(label, {})
+                by_month[month] = by_month.get(month, 0) + 1
             return self.accesses[label]
 
     def access_count(self, label: str) -> int:

@@ -4,19 +4,51 @@ A ``urlRequest`` carrying ``extension.holdings=yes`` gets, besides its ordinary 
 this Archive holds of the item: only what a reader could already fetch here (the file list
 only for a listable item); for a tombstone, what its 410 pages show (its Dublin Core, and when
 and why it was deleted); nothing for an item on its way in (the protocol answers nothing about
-it).
+it). The usage figures are COUNTER Release 5's (``protocol.py``): ``holdings.accesses`` its
+Total_Item_Requests, and this module adds ``holdings.uniqueaccesses`` (and by month) for its
+Unique_Item_Requests; an Archive that does not count them says neither.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from functions.archive.model import Forms, Item
 from ibi.core.dates import iso_date
 from ibi.core.holdings import REQUEST_PAIR, HeldFile, Link, Report, to_pairs
-from ibi.core.pairlist import PairList
+from ibi.core.pairlist import PairList, Value
+from ibi.core.usage import NO_USAGE, Usage
+
+UNIQUE_PAIR = "holdings.uniqueaccesses"  # Unique_Item_Requests in all
+UNIQUE_MONTHS_PAIR = "holdings.uniqueaccessesbymonth"  # {YYYY-MM count …}, as accessesbymonth
+
+
+@dataclass(frozen=True, slots=True)
+class Requests(Usage):
+    """An item's figures here as COUNTER Release 5 counts them: Total_Item_Requests (the
+    accesses: ``total``, ``months``) and Unique_Item_Requests (``unique``)."""
+
+    unique: Usage = NO_USAGE
+
+    @classmethod
+    def of(cls, total: int, months: Mapping[str, int], *, unique: Usage = NO_USAGE) -> Requests:
+        counted = Usage.of(total, months)
+        return cls(counted.total, counted.months, unique)
+
+
+def unique_pairs(usage: Usage) -> list[tuple[str, Value]]:
+    """``holdings.uniqueaccesses`` and its months, for figures that count them."""
+    if not isinstance(usage, Requests):
+        return []
+    unique = usage.unique
+    pairs: list[tuple[str, Value]] = [(UNIQUE_PAIR, str(unique.total))]
+    if unique.months:
+        words = tuple(word for month, count in unique.months for word in (month, str(count)))
+        pairs.append((UNIQUE_MONTHS_PAIR, words))
+    return pairs
 
 
 def _link(forms: Forms | None) -> Link | None:
@@ -84,4 +116,4 @@ def with_holdings(pairs: PairList, item: Item | None, query: Mapping[str, str]) 
     if item is None or item.pending or query.get(name) != value:
         return pairs
     named = pairs if "ibi" in pairs else [("ibi", tuple(item.ibi.words()))]
-    return PairList([*named, *to_pairs(report_of(item))])
+    return PairList([*named, *to_pairs(report_of(item)), *unique_pairs(item.usage)])

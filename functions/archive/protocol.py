@@ -39,15 +39,22 @@ Decisions (where seed 001 is silent):
   Archive offers for that item (the translation, the metadata, the last edition, a file:
   where the reader went). Urlkeys are signed, not stored (``urlkeys.py``): a urlRequest
   writes nothing; a genuine, fresh key is spent once, by the acknowledgment, in the table.
+* Accesses are counted as COUNTER Release 5 counts requests (issue 35; docs/archive.md,
+  "Usage figures"): never a robot's or a machine's (the ``clientinformation.useragent`` the
+  acknowledgment declares, against the COUNTER-Robots list), once per client and item within
+  :data:`DOUBLE_CLICK_SECONDS`, and once more as unique in each client's session (a UTC hour).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol
 from urllib.parse import unquote
+
+import counter_robots
 
 from functions.archive.errors import ProtocolError
 from functions.archive.holdings import with_holdings
@@ -69,6 +76,12 @@ from ibi.core.usage import month_of
 
 MAX_EDITION_HOPS = 64
 MAX_ACKNOWLEDGED_LABELS = 4  # an acknowledgment's ``ibi``: ``rep R ibip P`` at most, read
+# COUNTER Release 5 (Code of Practice §7.2-7.3): a request for an item by a client that was
+# counted less than this many seconds before is a double-click, not counted again; a client's
+# session (Unique_Item_Requests) is one UTC hour, COUNTER's session when none is known.
+DOUBLE_CLICK_SECONDS = 30
+SESSION_SECONDS = 3600
+MAX_USER_AGENT = 512  # characters of a declared User-Agent read (the robots list, the digest)
 
 
 class Views(Protocol):
@@ -335,7 +348,10 @@ class ProtocolStore(Protocol):
     def get(self, label: str) -> Item | None: ...
     def profile_and_item(self, label: str) -> tuple[Profile, Item | None]: ...
     def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
-    def count_access(self, label: str, *, month: str) -> int: ...
+    def claim_request(
+        self, label: str, client: str, *, at: int, window: int, session_seconds: int
+    ) -> bool | None: ...
+    def count_access(self, label: str, *, month: str, unique: bool = False) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +362,35 @@ class ProtocolAnswer:
     metric: str | None = None
     event: str = ""  # what to log, with ``details``
     details: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """The client a urlRequest or an acknowledgment declares (Table 6.6): its addresses
+    (``clientinformation.ipaddress``) and, when said, its User-Agent (issue 35)."""
+
+    addresses: str
+    user_agent: str | None = None  # None: not said (an older resolver)
+
+    @classmethod
+    def of(cls, query: dict[str, str]) -> Client:
+        agent = query.get("clientinformation.useragent")
+        addresses = query.get("clientinformation.ipaddress", "")
+        return cls(addresses, agent[:MAX_USER_AGENT] if agent is not None else None)
+
+    @property
+    def robot(self) -> bool:
+        """Whether the COUNTER-Robots list names its User-Agent a robot or a machine (a
+        missing or one-character User-Agent is one); unknown when it is not said."""
+        agent = self.user_agent
+        return agent is not None and counter_robots.is_robot_or_machine(agent)
+
+    @property
+    def digest(self) -> str:
+        """Who it is for the double-click and session rules: 128 bits of SHA-256 of its
+        addresses and User-Agent (the table keeps this, never the addresses)."""
+        said = f"ibi-usage-client-v1\x00{self.addresses}\x00{self.user_agent or ''}"
+        return hashlib.sha256(said.encode()).hexdigest()[:32]
 
 
 CONFIRMATION = ProtocolAnswer(PairList([("confirmation", "yes")]))
@@ -410,7 +455,8 @@ class ProtocolService:
             # One URL (a plain resolution): the key is bound to it and to its item, so that
             # its acknowledgment is checked without reading the item (``acknowledge``).
             bound = next((key, url) for url, key in targets.items()) if len(targets) == 1 else None
-            return self._urlkeys.issue(now, self.identity.service.key, bound)
+            client = query["clientinformation.ipaddress"]  # its acknowledgment must declare it
+            return self._urlkeys.issue(now, self.identity.service.key, bound, client=client)
 
         def holdings(wanted: str) -> Item | None:
             held = asked if wanted == label else self._store.get(wanted)
@@ -436,14 +482,25 @@ class ProtocolService:
 
     def acknowledge(self, query: dict[str, str]) -> ProtocolAnswer:
         """The constant notice; one access counted per genuine, fresh urlkey, spent once, on
-        the item the acknowledgment's ``ibi`` names and its ``url`` leads to."""
+        the item the acknowledgment's ``ibi`` names and its ``url`` leads to, for the client
+        the urlRequest declared, unless it is a robot's or a double-click (module notes)."""
         urlkey = query.get("urlkey", "")
         url = query.get("url", "")
+        client = Client.of(query)
+        if client.robot:  # before anything is read or written: robots cost nothing
+            return ProtocolAnswer(NOTICE, "AcknowledgmentsRobots", "robot not counted", {})
         keys = _acknowledged_keys(query.get("ibi", ""))
         scope = self.identity.service.key
         now = self._clock()
         checked = (
-            self._urlkeys.check_bound(urlkey, now, scope, self._ttl, [(key, url) for key in keys])
+            self._urlkeys.check_bound(
+                urlkey,
+                now,
+                scope,
+                self._ttl,
+                [(key, url) for key in keys],
+                client=client.addresses,
+            )
             if urlkey
             else None
         )
@@ -460,10 +517,17 @@ class ProtocolService:
             ignored: dict[str, object] = {"urlkey": urlkey[:40]}
             event = "acknowledgment ignored"
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", event, ignored)
+        at = int(now)
+        unique = self._store.claim_request(
+            went, client.digest, at=at, window=DOUBLE_CLICK_SECONDS, session_seconds=SESSION_SECONDS
+        )
+        if unique is None:  # this client's request for this item was counted just before
+            details: dict[str, object] = {"ibi": went}
+            return ProtocolAnswer(NOTICE, "AcknowledgmentsDoubleClicks", "double-click", details)
         # in all and in this month (UTC), the public usage figures (ibi/core/usage.py)
-        count = self._store.count_access(went, month=month_of(now))  # 0: deleted since issued
-        details: dict[str, object] = {"ibi": went, "accesses": count}
-        if not count:
+        count = self._store.count_access(went, month=month_of(now), unique=unique)
+        details = {"ibi": went, "accesses": count}
+        if not count:  # deleted since the key was issued
             return ProtocolAnswer(NOTICE, "AcknowledgmentsIgnored", "item gone", details)
         return ProtocolAnswer(NOTICE, "Acknowledgments", "acknowledged", details)
 

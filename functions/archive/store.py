@@ -8,7 +8,10 @@ Alongside: ``#service`` (the Archive's own service item), ``#profile`` (the lang
 holds, from which its relation set is derived) and ``#urlkey#…`` (urlkeys already spent by an
 acknowledgment, kept until their validity window ends, then removed by the table's TTL).
 An item's record also counts its accesses: ``access_count`` in all and ``accesses_YYYY_MM``
-per calendar month (UTC), both added by the one update an acknowledgment makes.
+per calendar month (UTC), with ``unique_count`` and ``unique_YYYY_MM`` for the first request
+of a client's session, all added by the one update an acknowledgment makes. Before it, the
+client's request is claimed on ``#request#<item>#<client digest>`` (one conditional update, kept
+until its session ends: the double-click and session rules, ``protocol.py``).
 Beside them, ``link_check``: the last check of the item's external URL (``links.py``), written
 by its own update, conditional on the item's version, which it leaves as it is.
 Urlkeys are signed, not stored when issued (``urlkeys.py``): a urlRequest only reads.
@@ -27,6 +30,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from functions.archive.holdings import Requests
 from functions.archive.mapping import item_from_mapping, item_to_mapping
 from functions.archive.model import Forms, Item, LinkCheck, Profile, State
 from functions.shared.dynamo import AWS_ERRORS, StoreError, is_conditional_failure, translate
@@ -45,6 +49,8 @@ SERVICE_KEY = "#service"
 PROFILE_KEY = "#profile"
 URLKEY_PREFIX = "#urlkey#"
 MONTH_PREFIX = "accesses_"  # accesses_2026_11: the accesses of 2026-11 (usage.py)
+UNIQUE_PREFIX = "unique_"  # unique_2026_11: the unique requests of 2026-11
+REQUEST_PREFIX = "#request#"  # #request#<item>#<client digest>: its last counted request
 LINK_CHECK_ATTRIBUTE = "link_check"  # the last check of the item's external URL (links.py)
 
 
@@ -76,7 +82,10 @@ class ItemStore(Protocol):
     def service_item(self) -> Forms | None: ...
     def claim_service_item(self, forms: Forms) -> Forms: ...
     def spend_urlkey(self, urlkey: str, *, expires_at: int) -> bool: ...
-    def count_access(self, label: str, *, month: str) -> int: ...
+    def claim_request(
+        self, label: str, client: str, *, at: int, window: int, session_seconds: int
+    ) -> bool | None: ...
+    def count_access(self, label: str, *, month: str, unique: bool = False) -> int: ...
     def access_count(self, label: str) -> int: ...
     def scan(self, *, after: str | None, limit: int) -> tuple[list[Item], str | None]: ...
     def query_datestamps(
@@ -108,22 +117,32 @@ def _profile(record: dict[str, Any] | None) -> Profile:
     )
 
 
-def month_attribute(month: str) -> str:
-    """The attribute counting the accesses of ``month`` (``YYYY-MM``): ``accesses_YYYY_MM``."""
+def month_attribute(month: str, prefix: str = MONTH_PREFIX) -> str:
+    """The attribute counting the accesses of ``month`` (``YYYY-MM``): ``accesses_YYYY_MM``
+    (``unique_YYYY_MM`` with :data:`UNIQUE_PREFIX`)."""
     if not MONTH.fullmatch(month):
         raise ValueError(f"{month!r} is not a month (YYYY-MM)")
-    return MONTH_PREFIX + month.replace("-", "_")
+    return prefix + month.replace("-", "_")
+
+
+def _counts(record: dict[str, Any], total: str, prefix: str) -> tuple[int, dict[str, int]]:
+    months = {
+        name.removeprefix(prefix).replace("_", "-"): int(value["N"])
+        for name, value in record.items()
+        if name.startswith(prefix) and "N" in value and name != total
+    }
+    return int(record.get(total, {}).get("N", "0")), months
 
 
 def _usage(record: dict[str, Any]) -> Usage:
-    """The accesses a record counts, in all and per month."""
-    months = {
-        name.removeprefix(MONTH_PREFIX).replace("_", "-"): int(value["N"])
-        for name, value in record.items()
-        if name.startswith(MONTH_PREFIX) and "N" in value
-    }
-    total = int(record.get("access_count", {}).get("N", "0"))
-    return Usage.of(total, months) if total or months else NO_USAGE
+    """The accesses a record counts, in all and per month, and its unique requests."""
+    total, months = _counts(record, "access_count", MONTH_PREFIX)
+    if not total and not months:
+        return NO_USAGE
+    unique, unique_months = _counts(record, "unique_count", UNIQUE_PREFIX)
+    if not unique and not unique_months:  # counted before unique requests were (issue 35)
+        return Usage.of(total, months)
+    return Requests.of(total, months, unique=Usage.of(unique, unique_months))
 
 
 def _with_link_check(item: Item, record: dict[str, Any]) -> Item:
@@ -383,24 +402,62 @@ class DynamoItemStore:
             raise _error(error, "spending a urlkey") from error
         return True
 
-    def count_access(self, label: str, *, month: str) -> int:
+    def claim_request(
+        self, label: str, client: str, *, at: int, window: int, session_seconds: int
+    ) -> bool | None:
+        """Claim a request by ``client`` (a digest) for ``label``'s item at ``at``: None when
+        one was claimed ``window`` seconds before or less (a double-click); else whether it is
+        the first of the client's session (``at`` in whole ``session_seconds``: a unique
+        request). One conditional update of ``#request#<item>#<client>``, its old session read
+        from the update's answer; the record lives until its session and window end (table
+        TTL), all that either rule looks back on."""
+        session = at // session_seconds
+        try:
+            answer = self._client.update_item(
+                TableName=self._table,
+                Key={"label": {"S": f"{REQUEST_PREFIX}{label}#{client}"}},
+                UpdateExpression="SET #at = :at, #session = :session, #expires = :expires",
+                ConditionExpression="attribute_not_exists(#at) OR #at < :before",
+                ExpressionAttributeNames={
+                    "#at": "at",
+                    "#session": "session",
+                    "#expires": "expires_at",
+                },
+                ExpressionAttributeValues={
+                    ":at": {"N": str(at)},
+                    ":session": {"N": str(session)},
+                    ":before": {"N": str(at - window)},
+                    ":expires": {"N": str(max(at + window, (session + 1) * session_seconds))},
+                },
+                ReturnValues="ALL_OLD",
+            )
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
+                return None
+            raise _error(error, "claiming a request") from error
+        before = answer.get("Attributes", {}).get("session", {}).get("N")
+        return before != str(session)
+
+    def count_access(self, label: str, *, month: str, unique: bool = False) -> int:
         """One access to ``label``'s item in ``month`` (``YYYY-MM``): its total and its month's
-        count, in one update (no more writes than the total alone); 0 if it is gone."""
+        count (``unique``: and its unique requests', in all and in the month), in one update
+        (no more writes than the total alone); 0 if it is gone."""
+        names = {"#label": "label", "#state": "state", "#month": month_attribute(month)}
+        expression = "ADD access_count :one, #month :one"
+        if unique:
+            names["#unique"] = month_attribute(month, UNIQUE_PREFIX)
+            expression += ", unique_count :one, #unique :one"
         try:
             answer = self._client.update_item(
                 TableName=self._table,
                 Key={"label": {"S": label}},
-                UpdateExpression="ADD access_count :one, #month :one",
+                UpdateExpression=expression,
                 # an item deleted since the urlkey was issued counts no more accesses
                 ConditionExpression=(
                     "attribute_exists(#label)"
                     " AND (attribute_not_exists(#state) OR #state <> :deleted)"
                 ),
-                ExpressionAttributeNames={
-                    "#label": "label",
-                    "#state": "state",
-                    "#month": month_attribute(month),
-                },
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues={
                     ":one": {"N": "1"},
                     ":deleted": {"S": State.DELETED.value},

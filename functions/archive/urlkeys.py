@@ -15,7 +15,9 @@ A key issued with one URL (every plain resolution) is *bound*: its tag also cove
 the item the URL leads to and the URL (``BOUND_CONTEXT``), so a tag that verifies for an item
 the acknowledgment names and the URL it gives proves this Archive offered that URL for that
 item when it issued the key: the acknowledgment is counted without reading the item (issue 14:
-two writes, no read). A key issued with several URLs is unbound and the item is read.
+two writes, no read). A key issued with several URLs is unbound and the item is read. Every key
+also covers the client the urlRequest declared (``clientinformation.ipaddress``): it verifies
+only for an acknowledgment that declares the same client (issue 35: usage counted per client).
 
 The keys are held by ``functions.shared.keys.CachedKeys``, newest first: the newest signs,
 any verifies. A key that verifies nothing makes the keys be read again, at most once a minute,
@@ -49,14 +51,25 @@ NONCE_DIGITS, TAG_DIGITS = 20, 39
 SKEW_SECONDS = 5  # the execution environments' clocks may differ by this much
 CONTEXT = b"ibi-urlkey-v1"
 BOUND_CONTEXT = b"ibi-urlkey-v1-bound"
+CLIENT_CONTEXT = b"client="
 
 Target = tuple[str, str]  # (the key of the item a URL leads to, the URL)
 
 
-def _tag(key: bytes, scope: str, issued_at: int, nonce: str, target: Target | None = None) -> str:
+def _tag(
+    key: bytes,
+    scope: str,
+    issued_at: int,
+    nonce: str,
+    target: Target | None = None,
+    *,
+    client: str = "",
+) -> str:
     parts = [CONTEXT, scope.encode(), str(issued_at).encode(), nonce.encode()]
     if target is not None:  # bound: the key verifies only for this item and this URL
         parts = [BOUND_CONTEXT, *parts[1:], target[0].encode(), target[1].encode()]
+    if client:  # and only for the client the urlRequest declared
+        parts.append(CLIENT_CONTEXT + client.encode())
     message = b"\x00".join(parts)
     digest = hmac.new(key, message, hashlib.sha256).digest()[:16]
     return f"{int.from_bytes(digest, 'big'):0{TAG_DIGITS}d}"
@@ -80,16 +93,22 @@ class UrlKeys:
         except KeysUnavailable:
             raise Unavailable("the urlkey secret cannot be read now") from None
 
-    def issue(self, now: Decimal | int, scope: str, bound: Target | None = None) -> str:
+    def issue(
+        self, now: Decimal | int, scope: str, bound: Target | None = None, *, client: str = ""
+    ) -> str:
         """A fresh urlkey, issued at ``now`` by the Archive of service IBI ``scope``;
-        ``bound``: the one item and URL it was issued for (its acknowledgment needs no read)."""
+        ``bound``: the one item and URL it was issued for (its acknowledgment needs no read);
+        ``client``: the client the urlRequest declared (its acknowledgment must declare it)."""
         issued_at = int(now)
         nonce = f"{secrets.randbits(64):0{NONCE_DIGITS}d}"
-        return f"{issued_at:010d}-{nonce}{_tag(self._load()[0], scope, issued_at, nonce, bound)}"
+        tag = _tag(self._load()[0], scope, issued_at, nonce, bound, client=client)
+        return f"{issued_at:010d}-{nonce}{tag}"
 
-    def check(self, urlkey: str, now: Decimal | int, scope: str, ttl_seconds: int) -> int | None:
+    def check(
+        self, urlkey: str, now: Decimal | int, scope: str, ttl_seconds: int, *, client: str = ""
+    ) -> int | None:
         """The issue time of ``urlkey`` if this Archive issued it (unbound) and it is fresh."""
-        checked = self.check_bound(urlkey, now, scope, ttl_seconds, ())
+        checked = self.check_bound(urlkey, now, scope, ttl_seconds, (), client=client)
         return checked[0] if checked is not None else None
 
     def check_bound(
@@ -99,9 +118,12 @@ class UrlKeys:
         scope: str,
         ttl_seconds: int,
         candidates: Iterable[Target],
+        *,
+        client: str = "",
     ) -> tuple[int, str | None] | None:
         """``(issue time, item key)`` if this Archive issued the fresh ``urlkey`` bound to one
-        of ``candidates`` (item key, URL), ``(issue time, None)`` if it issued it unbound."""
+        of ``candidates`` (item key, URL), ``(issue time, None)`` if it issued it unbound; for
+        ``client`` only, when it was issued for one."""
         found = URLKEY.fullmatch(urlkey)
         if found is None:
             return None
@@ -112,11 +134,11 @@ class UrlKeys:
         for again in (False, True):  # a key that verifies nothing: read the keys again
             keys = self._load(again=again)
             for target in targets:
-                if self._verifies(keys, tag, scope, issued_at, nonce, target):
+                if self._verifies(keys, tag, scope, issued_at, nonce, target, client=client):
                     return issued_at, target[0] if target is not None else None
         return None
 
     @staticmethod
-    def _verifies(keys: list[bytes], tag: str, *signed: Any) -> bool:
+    def _verifies(keys: list[bytes], tag: str, *signed: Any, client: str) -> bool:
         """Whether one of ``keys`` signs ``signed`` (``_tag``'s arguments after the key)."""
-        return any(hmac.compare_digest(_tag(k, *signed), tag) for k in keys)
+        return any(hmac.compare_digest(_tag(k, *signed, client=client), tag) for k in keys)

@@ -6,6 +6,9 @@ queue *before* the handler returns (one SendMessage, a few milliseconds), so a L
 after it answers loses nothing. :class:`Delivery` runs in the drain (``drain.py``): it sends the
 message to the Archive, still registered, through the same transport and address policy as
 the fan-out, and raises when the Archive does not confirm, so that the queue retries it.
+The reader's User-Agent goes only in the acknowledgment, to the Archive the reader was sent to
+(``clientinformation.useragent``, issue 35); a robot's or a machine's resolution (the
+COUNTER-Robots list) is acknowledged to nobody: it is not usage.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import counter_robots
 from aws_lambda_powertools import Logger
 
 from functions.resolver.directory import ArchiveDirectory
@@ -23,21 +27,28 @@ from ibi.core.pairlist import format_pair_list
 
 logger = Logger(service="resolver", child=True)
 
+MAX_USER_AGENT = 512  # characters of the reader's User-Agent passed on (as the Archive reads)
+
 
 class AcknowledgmentFailed(RuntimeError):
     """The Archive did not confirm the acknowledgment: the queue delivers it again."""
 
 
 def acknowledgment_pairs(
-    found: Found, persistent_url: str, client_ips: str
+    found: Found, persistent_url: str, client_ips: str, user_agent: str | None = None
 ) -> list[tuple[str, str]]:
-    """The ``acknowledgment`` message's pairs (Table 6.11) for the Archive that gave the URL."""
+    """The ``acknowledgment`` message's pairs (Table 6.11) for the Archive that gave the URL,
+    with the reader's User-Agent when it is known (``None``: not known)."""
     pairs = found.answer.pairs
     assert pairs is not None
     ibi_words = pairs.words(found.relation.pair_name("ibi")) or pairs.words("ibi")
+    said = (
+        [] if user_agent is None else [("clientinformation.useragent", user_agent[:MAX_USER_AGENT])]
+    )
     return [
         ("servicesubject", "acknowledgment"),
         ("clientinformation.ipaddress", client_ips),
+        *said,
         ("contenttype", pairs.word(found.relation.pair_name("contenttype")) or "Data"),
         ("ibi", " ".join(ibi_words)),
         ("state", pairs.word(found.relation.pair_name("state")) or ""),
@@ -54,8 +65,20 @@ class Acknowledgments:
         self.queue = queue
         self.directory = directory
 
-    def send(self, found: Found, persistent_url: str, client_ips: str, correlation_id: str) -> None:
-        """Queue the acknowledgment of ``found`` (when its Archive gave a urlkey)."""
+    def send(
+        self,
+        found: Found,
+        persistent_url: str,
+        client_ips: str,
+        correlation_id: str,
+        user_agent: str | None = None,
+    ) -> None:
+        """Queue the acknowledgment of ``found`` (when its Archive gave a urlkey), unless the
+        reader is a robot or a machine."""
+        if user_agent is not None and counter_robots.is_robot_or_machine(
+            user_agent[:MAX_USER_AGENT]
+        ):
+            return
         archive = self.directory.find(found.answer.archive)
         if archive is None or not found.answer.pairs or not found.answer.pairs.word("urlkey"):
             return
@@ -63,7 +86,7 @@ class Acknowledgments:
             {
                 "archive": archive.service_ibi,
                 "ibi": found.ibi,
-                "pairs": acknowledgment_pairs(found, persistent_url, client_ips),
+                "pairs": acknowledgment_pairs(found, persistent_url, client_ips, user_agent),
                 "correlation_id": correlation_id,
             },
             separators=(",", ":"),

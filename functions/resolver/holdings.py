@@ -30,9 +30,17 @@ from ibi.core.errors import InvalidInput
 from ibi.core.holdings import REQUEST_PAIR, Report, from_pairs
 from ibi.core.labels import parse_label
 from ibi.core.pairlist import PairList, parse_forms
-from ibi.core.usage import Usage, combined
+from ibi.core.usage import MONTH, Usage, combined
 
 MAX_EDITIONS = 8  # as the resolution's hops (spec §7.9)
+# Unique_Item_Requests, as an Archive that counts them reports them (functions/archive/holdings.py)
+UNIQUE_PAIR, UNIQUE_MONTHS_PAIR = "holdings.uniqueaccesses", "holdings.uniqueaccessesbymonth"
+COUNTED = (
+    "Requests through the persistent URL as COUNTER Release 5 counts them: a robot's or a "
+    "machine's (the COUNTER-Robots list) never, one client's requests for the item within 30 "
+    "seconds once; unique: once per client (address and User-Agent) per UTC hour. Summed over "
+    "the item's authority and the copies whose files match its own."
+)
 STATE_ORDER = ("Original", "Copy", "Deleted", "held", "none", "unreachable")
 
 
@@ -50,6 +58,7 @@ class Holding:
     next_edition: dict[str, str] | None = None
     report: Report | None = None  # None: the Archive did not answer the holdings extension
     report_problem: str | None = None
+    unique: Usage | None = None  # its Unique_Item_Requests (None: it does not report them)
     trust: str = Trust.UNOWNED.value  # whether it may claim the original (resolution.Trust)
     owner: str | None = None  # the owner of the IBI's prefix, if any
 
@@ -77,6 +86,7 @@ class Holding:
             "extension_problem": self.report_problem,
             "trust": self.trust,
             **(_report_mapping(report) if report is not None else {}),
+            **({"unique_usage": self.unique.to_mapping()} if self.unique is not None else {}),
         }
 
 
@@ -127,6 +137,21 @@ def _word(pairs: PairList, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _unique(pairs: PairList) -> Usage | None:
+    """The Unique_Item_Requests an answer reports (None: none, or malformed)."""
+    total = _word(pairs, UNIQUE_PAIR)
+    if total is None or not total.isdigit() or len(total) > 15:
+        return None
+    value = pairs.get(UNIQUE_MONTHS_PAIR)
+    words = (value,) if isinstance(value, str) else tuple(value or ())
+    months = dict(zip(words[::2], words[1::2], strict=False))
+    if len(words) % 2 or not all(
+        MONTH.fullmatch(m) and n.isdigit() and len(n) <= 15 for m, n in months.items()
+    ):
+        return None
+    return Usage.of(int(total), {m: int(n) for m, n in months.items()})
+
+
 def holding_of(answer: ArchiveAnswer) -> Holding:
     """What one Archive's answer (or silence) says."""
     pairs = answer.pairs
@@ -157,6 +182,7 @@ def holding_of(answer: ArchiveAnswer) -> Holding:
         next_edition=_forms(pairs, "ibi.nextedition"),
         report=report if state != "Deleted" else None,
         report_problem=problem,
+        unique=_unique(pairs) if report is not None and report.usage is not None else None,
         trust=answer.trust.value,
         owner=answer.owner,
     )
@@ -332,24 +358,30 @@ class HoldingsView:
             found.append(self.chain_note)
         return found
 
-    def usage(self) -> Usage:
-        """The item's accesses: the sum of what its authority counted and what each copy
-        whose files match the authority's counted (each counts the resolutions that went to
-        it); never a stranger's figures (issue 34: no resolution goes to an unverified copy
-        or an untrusted claim, and any registered Archive could report any number)."""
+    def counted(self) -> list[Holding]:
+        """Whose figures are summed: the authority's and each copy's whose files match the
+        authority's (each counts the resolutions that went to it); never a stranger's (issue
+        34: no resolution goes to an unverified copy or an untrusted claim, and any registered
+        Archive could report any number)."""
         authority = authority_of(self.holdings)
         if authority is None:
-            return combined(())
+            return []
         verified = [
             h
             for h in self.holdings
             if h.state == "Copy" and compare_copy(h, authority).agrees is True
         ]
+        return [authority, *verified]
+
+    def usage(self) -> Usage:
+        """The item's accesses (Total_Item_Requests), summed over :meth:`counted`."""
         return combined(
-            h.report.usage
-            for h in (authority, *verified)
-            if h.report is not None and h.report.usage
+            h.report.usage for h in self.counted() if h.report is not None and h.report.usage
         )
+
+    def unique_usage(self) -> Usage:
+        """Its Unique_Item_Requests, summed over :meth:`counted` (those that report them)."""
+        return combined(h.unique for h in self.counted() if h.unique is not None)
 
     def to_mapping(self) -> dict[str, Any]:
         ordered = sorted(self.holdings, key=lambda h: (STATE_ORDER.index(h.state), h.archive))
@@ -357,6 +389,8 @@ class HoldingsView:
         return {
             "ibi": self.ibi,
             "usage": self.usage().to_mapping(),
+            "unique_usage": self.unique_usage().to_mapping(),
+            "usage_counted": COUNTED,
             "archives": [h.to_mapping() for h in ordered],
             "verdict": {
                 "authority": (

@@ -292,6 +292,8 @@ def _holding_rows(holding: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if isinstance(holding.get("usage"), dict):
         rows.append(("accesses", _e(holding["usage"]["total"])))
+    if isinstance(holding.get("unique_usage"), dict):
+        rows.append(("unique accesses", _e(holding["unique_usage"]["total"])))
     return rows
 
 
@@ -371,18 +373,24 @@ def _verdict(verdict: dict[str, Any]) -> str:
     )
 
 
-def _usage(usage: Any) -> str:
-    """The item's usage figures (``ibi/core/usage.py``), summed over the Archives."""
+def _usage(view: dict[str, Any]) -> str:
+    """The item's usage figures (``ibi/core/usage.py``), summed over the Archives, and what
+    they count (COUNTER Release 5's requests: ``holdings.COUNTED``)."""
+    usage, unique = view.get("usage"), view.get("unique_usage")
     if not isinstance(usage, dict):
         return ""
     from ibi.core.usage import Usage
 
     figures = Usage.of(int(usage["total"]), usage["months"])
+    counted = str(view.get("usage_counted") or "Accesses through the persistent URL.")
     return (
-        '<h2>Usage</h2><p class="muted">Accesses through the persistent URL, as the Archives '
-        "that hold it counted them (each counts the resolutions that went to it), by calendar "
-        "month (UTC).</p>"
+        f'<h2>Usage</h2><p class="muted">{_e(counted)} By calendar month (UTC).</p>'
         f"{look.usage_table(figures, element_id='usage')}"
+        + (
+            f'<p id="unique-usage">Unique requests: {_e(unique["total"])}</p>'
+            if isinstance(unique, dict)
+            else ""
+        )
     )
 
 
@@ -397,7 +405,7 @@ def holdings_page(view: dict[str, Any]) -> str:
         '<p class="muted">Who holds this IBI, in what state, and whether their bytes agree: '
         "every Archive included in this resolver, asked now.</p>"
         f'<p>Persistent URL: <a class="wrap" href="/{_e(label)}"><code>/{_e(label)}</code></a></p>'
-        f"{_verdict(view['verdict'])}{_usage(view.get('usage'))}<h2>Archives</h2>{archives}"
+        f"{_verdict(view['verdict'])}{_usage(view)}<h2>Archives</h2>{archives}"
         '<p class="muted">The same as JSON: <code>Accept: application/json</code> · '
         '<a href="/">IBI resolver</a></p>'
     )

@@ -49,6 +49,7 @@ class Lookup:
     correlation_id: str
     accept_language: str | None = None
     holdings: bool = False  # also ask for the holdings pairs (a negotiated answer, issue 16)
+    user_agent: str | None = None  # the reader's (None: not known); acknowledged only (issue 35)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +201,11 @@ class ResolvingService:
             )
             return Refusal(BAD_ANSWER, None)
         self.acknowledgments.send(
-            result, lookup.persistent_url, lookup.client_ips, lookup.correlation_id
+            result,
+            lookup.persistent_url,
+            lookup.client_ips,
+            lookup.correlation_id,
+            lookup.user_agent,
         )
         metrics.add_metric(name="Resolution302", unit=MetricUnit.Count, value=1)
         self._count(result.conflicts, result.degraded)  # the 302 stays (spec §5.3)

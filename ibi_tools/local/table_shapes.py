@@ -34,6 +34,7 @@ STORE_SHAPES: tuple[str, ...] = (
     "Scan FilterExpression(attribute_exists)",
     "Scan FilterExpression(attribute_exists) Limit",
     "UpdateItem ConditionExpression(<,OR,attribute_not_exists) ReturnValues=ALL_OLD ReturnValuesOnConditionCheckFailure=ALL_OLD UpdateExpression(ADD,SET,if_not_exists)",
+    "UpdateItem ConditionExpression(<,OR,attribute_not_exists) ReturnValues=ALL_OLD UpdateExpression(SET)",
     "UpdateItem ConditionExpression(<=,OR,attribute_not_exists) ReturnValues=ALL_NEW UpdateExpression(SET)",
     "UpdateItem ConditionExpression(<>,AND,OR,attribute_exists,attribute_not_exists) ReturnValues=UPDATED_NEW UpdateExpression(ADD)",
     "UpdateItem ConditionExpression(=) ReturnValues=ALL_OLD ReturnValuesOnConditionCheckFailure=ALL_OLD UpdateExpression(ADD,SET,if_not_exists)",

@@ -121,7 +121,7 @@ def acknowledgment_query(urlkey: str, url: str) -> str:
     return encode_query(
         [
             ("servicesubject", "acknowledgment"),
-            ("clientinformation.ipaddress", "198.51.100.7"),
+            ("clientinformation.ipaddress", "198.51.100.7 192.0.2.1"),  # as asked
             ("contenttype", "Data"),
             ("ibi", f"ibip {ITEM}"),
             ("state", "Original"),
@@ -564,8 +564,9 @@ def test_only_a_genuine_acknowledgment_writes_once_per_urlkey(
     assert calls == []  # checked in memory: not even a read
     genuine = acknowledgment_query(urlkey, url)
     invoke("acknowledgment_bad_key.json", rawQueryString=genuine)
-    # Bound to this item and URL when issued: not read again, spent, counted (issue 14).
-    assert calls == ["PutItem", "UpdateItem"]
+    # Bound to this item and URL when issued: not read again, spent, counted (issue 14), the
+    # client's request claimed first (issue 35: the double-click and session rules).
+    assert calls == ["PutItem", "UpdateItem", "UpdateItem"]
     calls.clear()
     invoke("acknowledgment_bad_key.json", rawQueryString=genuine)
     assert calls == ["PutItem"]  # spent already: the conditional put refuses

@@ -142,6 +142,7 @@ def test_url_request_then_one_acknowledgment(
     assert asked.metric == "UrlRequestsHeld" and asked.details["held"] is True
     urlkey = asked.pairs.word("urlkey")
     ack = {"urlkey": str(urlkey), "ibi": f"ibip {ITEM}", "url": "https://example.org/a"}
+    ack["clientinformation.ipaddress"] = "1.2.3.4"  # as the urlRequest declared (issue 35)
     acknowledged = answers.acknowledge(ack)
     assert acknowledged.details == {"ibi": ITEM, "accesses": 1}
     spent = answers.acknowledge(ack)  # the constant notice, no count

@@ -288,6 +288,7 @@ def test_a_file_path_or_the_file_list_counts_on_the_item(federation: MemoryFeder
         node, pairs = acknowledge(federation, persistent)
         assert send(node, pairs) == NOTICE
         assert node.protocol.acknowledge(dict(pairs)).metric == "AcknowledgmentsIgnored"  # spent
+        node.clock.sleep(31)  # past the double-click window (issue 35)
     counts = [n.service.accesses(n.service.get(REPORT.ibip)) for n in federation.nodes.values()]
     assert sum(counts) == 2
 
@@ -406,7 +407,8 @@ def test_an_unbound_urlkey_is_checked_against_the_item_read(federation: MemoryFe
     must be one it offers now."""
     node, pairs = acknowledge(federation, f"/{REPORT.ibip}")
     protocol = node.protocol
-    unbound = protocol._urlkeys.issue(protocol._clock(), protocol.identity.service.key)
+    scope, client = protocol.identity.service.key, dict(pairs)["clientinformation.ipaddress"]
+    unbound = protocol._urlkeys.issue(protocol._clock(), scope, client=client)
     reads = Reads(node)
     elsewhere = replaced(pairs, urlkey=unbound, url="https://elsewhere.example.org/report.txt")
     assert protocol.acknowledge(dict(elsewhere)).metric == "AcknowledgmentsIgnored"
