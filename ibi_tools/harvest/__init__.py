@@ -25,10 +25,14 @@ after page by resumption token; one item per record, through the Archive's depos
   stays); one never imported is skipped, and said so.
 * **The repository**: ``noRecordsMatch`` is an empty harvest; 503 and 429 are retried as
   ``Retry-After`` says (at most 5 times, 10 minutes each); an answer that is not OAI-PMH XML, or
-  declares a DOCTYPE (no OAI-PMH answer does: no entity is ever expanded), stops the import with
-  what was received.
+  declares a DOCTYPE (defusedxml refuses it whatever the encoding: no entity is ever expanded),
+  stops the import with what was received. Its limits (issue 35; docs/archive.md): every request
+  vetted, each hop too, within ``--timeout`` in all, 64 MiB an answer; a record over 1 MiB
+  skipped with its reason; a list whose token comes again, or whose pages bring nothing new,
+  stopped and named.
 
-The modules, one reason to change each: :mod:`.oai` reads the repository's answers,
+The modules, one reason to change each: :mod:`.outbound` is every request made (vetted, pinned,
+bounded) and the escaping of remote text, :mod:`.oai` reads the repository's answers,
 :mod:`.records` makes an item of a record, :mod:`.files` downloads its files (``--fetch``),
 :mod:`.state` keeps the state file, :mod:`.importer` runs the import and
 :mod:`.command` is ``ibi archive import`` itself.
