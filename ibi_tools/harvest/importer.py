@@ -267,7 +267,12 @@ class Importer:
             try:
                 raw = self._get(url, self.options.timeout)
             except outbound.Refused as refused:
-                raise HarvestError(f"{plain(url)}: {refused}") from None
+                hint = ""
+                if isinstance(refused, outbound.AddressRefused):
+                    hint = (
+                        " (IBI_ALLOW_NETWORKS names the networks allowed besides, e.g. 127.0.0.0/8)"
+                    )
+                raise HarvestError(f"{plain(url)}: {refused}{hint}") from None
             except ApiError as error:
                 raise HarvestError(plain(error.message)) from None
             if raw.status not in (429, 503) or attempt == RETRIES:

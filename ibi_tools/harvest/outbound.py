@@ -30,6 +30,10 @@ class Refused(Exception):
     """A request not made, or given up: why, its remote text escaped (:func:`plain`)."""
 
 
+class AddressRefused(Refused):
+    """A request not made: its host (or a redirect hop's) is at an address not allowed."""
+
+
 def plain(text: str) -> str:
     """Remote text for a terminal: control characters escaped (``\\x1b`` shown, not run)."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
@@ -91,7 +95,7 @@ def opened(
             connection, target = pinned(policy, split, remaining, deadline)
         except (UnsafeAddress, Unresolvable, ValueError) as error:
             hop = "" if current == url else f"the redirect to {plain(current[:200])}: "
-            raise Refused(f"not fetched: {hop}{plain(str(error))}") from None
+            raise AddressRefused(f"not fetched: {hop}{plain(str(error))}") from None
         try:
             connection.request("GET", target, headers={"User-Agent": USER_AGENT, **(headers or {})})
             sock = connection.sock  # (http.client may drop it from the connection once answered)

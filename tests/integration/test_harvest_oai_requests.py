@@ -77,9 +77,10 @@ def test_a_base_url_inside_is_never_contacted(tmp_path: Path) -> None:
         scripted("127.0.0.1", answer(b"<OAI-PMH/>")) as inside,
         pytest.raises(
             HarvestError, match=re.escape("not fetched: 127.0.0.1 resolves to a non-public")
-        ),
+        ) as refused,
     ):
         run(f"{inside.url}/oai", tmp_path)
+    assert "IBI_ALLOW_NETWORKS" in str(refused.value)  # what would allow it
     assert inside.requests == []
 
 
