@@ -335,6 +335,8 @@ def persistent_url() -> Response[str]:
         correlation_id=event.request_context.request_id,
         accept_language=event.headers.get("accept-language"),
         holdings=wanted is not None,
+        # COUNTER-Robots reads it at the Archive (issue 35): none sent reads as a robot's
+        user_agent=event.headers.get("user-agent") or "",
     )
     result = runtime.resolving.resolve(lookup)
     if isinstance(result, Redirect):

@@ -73,9 +73,11 @@ def test_deposit_resolve_acknowledge_restart(local: LocalRun, tmp_path: Path) ->
     )
     assert with_path.word("url") == f"{archive}/col/{ibip}/reference.bib"
 
-    notice = protocol(  # Table 6.11: where the reader went, by its ibi and url
+    notice = protocol(  # Table 6.11: where the reader went, by its ibi and url, and who
         archive,
         servicesubject="acknowledgment",
+        clientinformation_ipaddress="127.0.0.1",  # the client its urlRequest declared
+        clientinformation_useragent=quote("Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"),
         urlkey=answer.word("urlkey") or "",
         ibi=f"ibip%20{ibip}",
         url=quote(answer.word("url") or "", safe=""),
