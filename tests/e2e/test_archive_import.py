@@ -44,6 +44,13 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRun]:
             os.environ["IBI_OAI_PAGE_SIZE"] = previous
 
 
+@pytest.fixture(autouse=True)
+def loopback_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded repositories and the Archives are on loopback, which the importer contacts
+    only when allowed (issue 35: its OAI-PMH requests and downloads reach public addresses)."""
+    monkeypatch.setenv("IBI_ALLOW_NETWORKS", "127.0.0.0/8")
+
+
 def imported(archive: str, repository: str) -> dict[str, dict[str, Any]]:
     """The Archive's items imported from ``repository``, by OAI identifier."""
     items = list(ArchiveClient(archive).items())
@@ -132,11 +139,9 @@ def test_an_interrupted_dspace_import_continues_and_misses_nothing(
 
 
 def test_a_record_deleted_at_the_source_leaves_a_tombstone_and_fetch_copies_files(
-    local: LocalRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local: LocalRun, tmp_path: Path
 ) -> None:
     archive = local.archives[0]
-    # The repository is on loopback, which --fetch contacts only when allowed (issue 35).
-    monkeypatch.setenv("IBI_ALLOW_NETWORKS", "127.0.0.0/8")
     pdf = b"%PDF-1.4 Identificacion y caracterizacion\n"
     page = re.sub(rb"<resumptionToken>.*</resumptionToken>", b"", pages_of("eprints")[0])
     repository = RecordedRepository("eprints", pages=[page])
