@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
+from functions.archive.domain.fields import Request, settable
 from functions.archive.errors import (
     ArchiveError,
     BadRequest,
@@ -59,7 +60,6 @@ from functions.archive.model import (
     language_tag,
 )
 from functions.archive.parsing import (
-    CREATE_FIELDS,
     ORIGINAL_FIELDS,
     UPDATE_FIELDS,
     dublin_core,
@@ -108,7 +108,6 @@ UNLINKABLE = {
     "metadata": "metadata",
     "metadata_oai_dc": "OAI Dublin Core metadata",
 }
-COPY_FIELDS = {"original_sha256", "original_files"}
 MAX_ORIGINAL_FILES = 1000  # a copy's expected files (the record stays below 400 KB)
 
 
@@ -264,7 +263,7 @@ class Deposits(ItemRecords):
     def import_original(self, body: Any, *, principal: str = UNKNOWN) -> Item:
         """An original for an IBI of any subsystem, authorised by an operator and recorded:
         ``{"ibi", "reason", …the fields of a new original}`` (the route is not the CI role's)."""
-        allowed = (CREATE_FIELDS - {"subsystem"}) | {"reason"}
+        allowed = set(settable(Request.IMPORT))
         data = fields_of(body, allowed, "an import")
         if "ibi" not in data:
             raise BadRequest('an import names the IBI it brings: give "ibi"')
@@ -288,7 +287,7 @@ class Deposits(ItemRecords):
         ``check`` (``copies.py``) reads them from the original's Archive instead, the
         depositor's only as a cross-check, and says whether it could.
         """
-        allowed = (CREATE_FIELDS - {"subsystem", "transferable"}) | COPY_FIELDS
+        allowed = set(settable(Request.COPY))
         data = fields_of(body, allowed, "a copy")
         if "ibi" not in data:
             raise BadRequest('a copy keeps the original\'s IBI: give "ibi"')

@@ -12,6 +12,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+from functions.archive.domain.fields import Request, settable
 from functions.archive.errors import BadRequest
 from functions.archive.model import Forms, OaiSource, StoredFile
 from ibi.core.dublin_core import DC_ELEMENTS
@@ -31,29 +32,12 @@ MEDIA_TYPE = re.compile(rf"{_WORD}/{_WORD}(?: *; *{_WORD}=(?:{_WORD}|{_QUOTED}))
 # Fields that hold a string, or null to leave out or clear them.
 STRING_FIELDS = {"subsystem", "url", "language", "default_file", "original_sha256"}
 
-# Files join an item only through an upload and its check (POST /api/item/files).
-CREATE_FIELDS = {
-    "ibi",
-    "subsystem",
-    "url",
-    "content_type",
-    "language",
-    "transferable",
-    "listable",
-    "dc",
-}
+# The fields each request may give: the field table's (domain/fields.py). Files join an item
+# only through an upload and its check (POST /api/item/files).
+CREATE_FIELDS = set(settable(Request.CREATE))
 # A new original (POST /api/items) may also say which OAI-PMH record it was imported from.
-ORIGINAL_FIELDS = CREATE_FIELDS | {"oai_source"}
-UPDATE_FIELDS = {
-    "ibi",  # only to add the item's other form: {"rep", "ibip"}
-    "url",
-    "default_file",
-    "content_type",
-    "language",
-    "transferable",
-    "listable",
-    "dc",
-}
+ORIGINAL_FIELDS = set(settable(Request.ORIGINAL))
+UPDATE_FIELDS = set(settable(Request.UPDATE))  # "ibi": only to add the item's other form
 
 
 def fields_of(body: Any, allowed: set[str], what: str) -> dict[str, Any]:

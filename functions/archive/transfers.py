@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from functions.archive.deposits import NotCreator
+from functions.archive.domain.fields import Request, settable
 from functions.archive.errors import BadRequest, Conflict, Unavailable
 from functions.archive.items import UNAVAILABLE, UNKNOWN, ItemRecords
-from functions.archive.mapping import DEPOSIT_FIELDS, LINK_FIELDS, links_from_mapping
+from functions.archive.mapping import links_from_mapping
 from functions.archive.model import Forms, Item, Revision, State
 from functions.archive.parsing import fields_of, forms_of
 from functions.archive.store import ArchiveStoreError, StaleItem
@@ -26,7 +27,7 @@ from ibi.core.errors import InvalidInput
 # What an incoming transfer carries: the deposit fields (no "transferable": it is, once here)
 # and the links, in the item's own JSON form (functions.archive.mapping.transfer_body).
 # "accesses": the sender's access count, carried so that the item's count goes on from it.
-TRANSFER_FIELDS = (set(DEPOSIT_FIELDS) - {"transferable"}) | set(LINK_FIELDS) | {"accesses"}
+TRANSFER_FIELDS = set(settable(Request.TRANSFER))
 MAX_ACCESSES = 10**15  # a count carried by a transfer (DynamoDB numbers hold 38 digits)
 
 
