@@ -38,7 +38,8 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def get(
     url: str, accept: str = "text/html", language: str | None = None
 ) -> tuple[int, dict[str, str], str]:
-    headers = {"Accept": accept}
+    # a browser's User-Agent: a script's resolution is acknowledged to nobody (issue 35)
+    headers = {"Accept": accept, "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
     if language:
         headers["Accept-Language"] = language
     opener = urllib.request.build_opener(NoRedirect)
