@@ -28,13 +28,14 @@ from infra.service import (
 GET = apigwv2.HttpMethod.GET
 HEAD = apigwv2.HttpMethod.HEAD
 POST = apigwv2.HttpMethod.POST
+DELETE = apigwv2.HttpMethod.DELETE
 
 # Each action the resolver Lambda performs, and nothing else (registry.py).
 REGISTRY_ACTIONS = (
     "dynamodb:GetItem",  # an Archive's record, the generation (directory.py: every 5 s)
     "dynamodb:UpdateItem",  # register, claim prefixes, switch, bump the generation, note answers
     "dynamodb:Scan",  # every Archive, when the generation moved (one item per Archive)
-    "dynamodb:DeleteItem",  # a prefix's claim, released by its owner (release_prefixes)
+    "dynamodb:DeleteItem",  # a prefix's claim released (release_prefixes); deregister
 )
 # throttle.py: the counters of wrong registration keys, read and counted; never scanned.
 THROTTLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:UpdateItem")
@@ -69,7 +70,13 @@ DRAIN_WINDOW = Duration.seconds(1)  # wait up to 1 s to fill a batch: acknowledg
 
 # Public: persistent URLs, the service protocol, the pages. IAM: the administration.
 PUBLIC_ROUTES = ((GET, "/"), (GET, "/{proxy+}"), (HEAD, "/{proxy+}"))
-ADMIN_ROUTES = ((POST, "/admin/archives"), (GET, "/admin/archives"), (POST, "/admin/prefixes"))
+ADMIN_ROUTES = (
+    (POST, "/admin/archives"),
+    (GET, "/admin/archives"),
+    (DELETE, "/admin/archives"),  # deregister (issue 39)
+    (POST, "/admin/prefixes"),
+    (POST, "/admin/switch"),  # the administrator's switch and key rotation (issue 39)
+)
 # GET and HEAD /{proxy+} are public: these more specific routes keep the whole /admin/
 # namespace behind IAM, even for a route added to the Lambda only (as the Archive's /api/).
 ADMIN_GUARD_ROUTES = ((GET, "/admin/{proxy+}"), (HEAD, "/admin/{proxy+}"))
@@ -84,7 +91,8 @@ class Resolver(LambdaService):
       Archive, for registered Archives only, each expiring through the TTL after its window;
     * the pepper: a generated Secrets Manager secret, the HMAC key of registration keys;
     * the API: persistent URLs, the inclusion/exclusion protocol and the pages for anyone,
-      ``/admin/`` (registering Archives) for IAM (SigV4-signed) callers only;
+      ``/admin/`` (registering, switching, re-keying, deregistering Archives) for IAM
+      (SigV4-signed) callers only;
     * an optional custom domain (``domain_name`` + ``certificate_arn``) for persistent URLs.
     """
 

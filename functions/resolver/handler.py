@@ -3,7 +3,7 @@
 ``GET /<ibi>[modifier][/path][?query]`` resolves; ``GET /<resolver service IBI>?servicesubject=``
 switches Archives on and off; ``/`` is the landing page, ``/inspect`` decodes an IBI,
 ``/status`` lists the Archives, ``/openapi.json`` documents the administration;
-``/admin/archives`` (IAM-authorized in AWS) registers them.
+``/admin/`` (IAM-authorized in AWS) registers, switches, re-keys and deregisters them.
 Each route parses, makes one call to a service of the runtime (``wiring.py``), and answers.
 """
 
@@ -23,9 +23,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.resolver import negotiation, pages, wiring
 from functions.resolver.errors import RegistryError
+from functions.resolver.kept import forgetter
+from functions.resolver.owners import owned_by
 from functions.resolver.registry import PrefixTaken
 from functions.resolver.resolving import Lookup, Redirect, degraded_note
-from functions.resolver.service import UnknownArchive
+from functions.resolver.service import INCLUSION_PAIRS, UnknownArchive
 from functions.shared import openapi
 from functions.shared.edge import (
     Routes,
@@ -56,8 +58,9 @@ metrics = Metrics(namespace="ibi", service="resolver")
 app = APIGatewayHttpResolver()
 ROUTES: Routes = {  # the routes below of a fixed path, and their methods (405s name them)
     "/": ("GET",),
-    "/admin/archives": ("GET", "POST"),
+    "/admin/archives": ("DELETE", "GET", "POST"),
     "/admin/prefixes": ("POST",),
+    "/admin/switch": ("POST",),
     "/favicon.ico": ("GET",),
     "/inspect": ("GET",),
     "/openapi.json": ("GET",),
@@ -77,6 +80,11 @@ EXAMPLES = [
 
 SEND = 'send {"archiveserviceibi": …, "registrationkey": …} (and optionally "prefixes": […])'
 SEND_PREFIXES = 'send {"archiveserviceibi": …, "add": [prefix, …], "remove": [prefix, …]}'
+SEND_SWITCH = (
+    "send the eight pairs of an inclusionRequest or exclusionRequest (spec §4) as a JSON object "
+    f'of strings ({", ".join(INCLUSION_PAIRS)}), and optionally "rotate": true'
+)
+SWITCH_REFUSALS = {400: "BadRequest", 403: "KeyRefused"}
 
 
 class BadRegistration(ValueError):
@@ -290,6 +298,57 @@ def change_prefixes() -> Response[str]:
         "prefixes changed", extra={"archive": changed.service_ibi, "prefixes": changed.prefixes}
     )
     return json_response(200, registration.public(changed, registration.owned()))
+
+
+@app.post("/admin/switch")
+def administer_switch() -> Response[str]:
+    """The administrator switches an Archive on or off with its key, or (``rotate``) gives it
+    a new key and includes it with it, all or nothing: authenticated (IAM in AWS), so never
+    throttled by anyone's wrong keys."""
+    error = BadRegistration(SEND_SWITCH)
+    data = json_body(app.current_event, empty={}, error=lambda _: error)
+    if not isinstance(data, dict) or not set(INCLUSION_PAIRS) <= set(data) <= {
+        *INCLUSION_PAIRS,
+        "rotate",
+    }:
+        raise error
+    if not all(isinstance(data[name], str) for name in INCLUSION_PAIRS):
+        raise error
+    if not isinstance(data.get("rotate", False), bool):
+        raise BadRegistration('"rotate" is true or false')
+    pairs = {name: data[name] for name in INCLUSION_PAIRS}
+    answer = wiring.runtime().registration.administer(pairs, rotate=data.get("rotate") is True)
+    logger.info(
+        "administrator's switch",
+        extra={
+            "subject": pairs["servicesubject"],
+            "archive": pairs["archiveserviceibi"],
+            "rotate": data.get("rotate") is True,
+            "status": answer.status,
+        },
+    )  # never the registration key
+    if answer.status == 200:
+        return json_response(200, answer.fields())
+    return error_response(answer.status, SWITCH_REFUSALS[answer.status], answer.message)
+
+
+@app.delete("/admin/archives")
+def deregister() -> Response[str]:
+    """``DELETE /admin/archives?ibi=<service IBI>``: remove a registered Archive — never asked
+    again, its prefixes free, its kept answers no longer given (``RegistrationService``)."""
+    given = app.current_event.get_query_string_value("ibi") or ""
+    try:
+        label = parse_label(given.strip()).label
+    except InvalidIBI as invalid:
+        raise BadRegistration(f"DELETE /admin/archives?ibi=<service IBI>: {invalid}") from invalid
+    runtime = wiring.runtime()
+    registration = runtime.registration
+    owned = registration.owned()  # before: what it owned is free from now on
+    removed = registration.deregister(label, forget_answers=forgetter(runtime.resolving.kept))
+    freed = owned_by(removed.service_ibi, owned)
+    logger.info("archive deregistered", extra={"archive": removed.service_ibi, "freed": freed})
+    answer = {"archiveserviceibi": removed.forms, "deregistered": True, "freed": freed}
+    return json_response(200, answer)
 
 
 @app.get("/admin/archives")

@@ -13,6 +13,11 @@ environment last kept, or when that was written more than ``REFRESH_SECONDS`` ag
 unchanged answer never expires while it is being given), and a request nothing is kept for is
 read again at most once a minute. A table that fails is logged and
 costs the resolution nothing: keeping is a safety net, never on the answer's path.
+
+A deregistered Archive's answers are never served as its word (issue 39): its deregistration
+first writes ``#deregistered <its service IBI>`` here, with when; an answer it gave by then is
+given no more (each environment reads that item at most every ``VOID_CHECK_SECONDS``), and what
+it says after a new registration counts again.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
+from functions.resolver.errors import RegistryError
 from functions.resolver.resolution import Kept
 from functions.shared import dynamo
-from functions.shared.dynamo import AWS_ERRORS
+from functions.shared.dynamo import AWS_ERRORS, translate
 from ibi.core.dates import iso_date
 from ibi.core.errors import InvalidInput
 from ibi.core.pairlist import PairList, format_pair_list, parse_pair_list
@@ -44,6 +50,8 @@ TTL_ATTRIBUTE = "expires_at"
 TTL_SECONDS = 30 * 86400  # an answer not given for 30 days is forgotten
 REFRESH_SECONDS = 86400  # an unchanged answer is written again after a day
 MISS_SECONDS = 60  # a request the table keeps nothing for is read again after a minute
+VOID_CHECK_SECONDS = 5.0  # whether an Archive was deregistered, read again after 5 s (directory)
+DEREGISTERED = "#deregistered "  # + a service IBI (no request's key starts with '#')
 CAPACITY = 10_000  # requests remembered by one execution environment
 TABLE_SCHEMA: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "request", "KeyType": "HASH"}],
@@ -84,6 +92,12 @@ class MemoryKept:
         now = self._clock()
         self.put(key, Kept(archive, address, pairs, iso_date(Decimal(int(now)))), now)
 
+    def forget_archive(self, archive: str) -> None:
+        """Drop every answer ``archive`` gave (it was deregistered)."""
+        with self._lock:
+            for key in [k for k, (kept, _) in self._items.items() if kept.archive == archive]:
+                del self._items[key]
+
     def put(self, key: str, kept: Kept, at: float) -> None:
         with self._lock:
             self._items[key] = (kept, at)
@@ -113,9 +127,19 @@ class TableKept:
         self._clock = clock
         self.memory = memory or MemoryKept(clock=clock)
         self._missing: OrderedDict[str, float] = OrderedDict()  # key -> when it was not found
+        self._voided: dict[str, tuple[str, float]] = {}  # archive -> (deregistered at, read at)
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Kept | None:
+        found = self._read(key)
+        if found is None:
+            return None
+        written = self.memory.written(key)
+        if written is not None and self._clock() - written < VOID_CHECK_SECONDS:
+            return found  # its Archive answered here just now: registered as the directory says
+        return None if self._void(found) else found
+
+    def _read(self, key: str) -> Kept | None:
         found = self.memory.get(key)
         if found is not None:
             return found
@@ -140,6 +164,44 @@ class TableKept:
                     self._missing.popitem(last=False)
         return kept
 
+    def _void(self, kept: Kept) -> bool:
+        """Whether ``kept`` was said by an Archive deregistered since (module notes)."""
+        now = self._clock()
+        with self._lock:
+            voided = self._voided.get(kept.archive)
+        if voided is None or now - voided[1] >= VOID_CHECK_SECONDS:
+            try:
+                item = self._client.get_item(
+                    TableName=self._table, Key=_key(DEREGISTERED + kept.archive)
+                ).get("Item")
+            except AWS_ERRORS as error:  # as last read: keeping costs the resolution nothing
+                logger.warning("deregistrations not read", extra={"problem": str(error)[:200]})
+                return voided is not None and bool(voided[0]) and kept.at <= voided[0]
+            voided = ((item or {}).get("at", {}).get("S", ""), now)
+            with self._lock:
+                self._voided[kept.archive] = voided
+                while len(self._voided) > CAPACITY:
+                    self._voided.pop(next(iter(self._voided)))
+        return bool(voided[0]) and kept.at <= voided[0]
+
+    def forget_archive(self, archive: str) -> None:
+        """``archive`` is being deregistered: none of the answers it gave is given again.
+        :class:`RegistryError` if that cannot be written (then deregister it no more)."""
+        now = self._clock()
+        at = iso_date(Decimal(int(now)))
+        item = {
+            **_key(DEREGISTERED + archive),
+            "at": {"S": at},
+            TTL_ATTRIBUTE: {"N": str(int(now) + TTL_SECONDS)},  # its answers expire by then
+        }
+        try:
+            self._client.put_item(TableName=self._table, Item=item)
+        except AWS_ERRORS as error:
+            raise translate(error, "voiding the kept answers", RegistryError) from error
+        self.memory.forget_archive(archive)
+        with self._lock:
+            self._voided[archive] = (at, now)
+
     def keep(self, key: str, archive: str, address: str, pairs: PairList) -> None:
         now = self._clock()
         held, written = self.memory.get(key), self.memory.written(key)
@@ -159,6 +221,13 @@ class TableKept:
 
 def _key(key: str) -> dict[str, Any]:
     return {"request": {"S": key}}
+
+
+def forgetter(kept: object) -> Callable[[str], None]:
+    """What voids a deregistered Archive's kept answers in ``kept`` (nothing, for a store
+    that keeps none)."""
+    forget: Callable[[str], None] | None = getattr(kept, "forget_archive", None)
+    return forget if forget is not None else (lambda _: None)
 
 
 def _item(key: str, kept: Kept, now: int) -> dict[str, Any]:

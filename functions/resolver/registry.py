@@ -2,10 +2,10 @@
 
 One item per registered Archive, keyed by its service IBI (canonical label): the registration
 key's keyed hash, whether it is included, where it is, and when it last answered; and one
-``#generation`` item, a counter bumped after every registration, inclusion and exclusion, so
-that readers learn with one GetItem whether the list they hold is still the registry's
-(``directory.py``). Nothing else is written here: wrong keys are counted in a table of their
-own (``throttle.py``), and nothing at all is written for an IBI that is not registered.
+``#generation`` item, a counter bumped after every registration, inclusion, exclusion and
+deregistration, so that readers learn with one GetItem whether the list they hold is still the
+registry's (``directory.py``). Nothing else is written here: wrong keys are counted in a table
+of their own (``throttle.py``), and nothing at all is written for an IBI that is not registered.
 
 Owners (issue 24): each Archive's item lists the prefixes (identification subsystems) it mints
 under, ``prefixes``; a prefix has at most one owner, which one ``#prefix <prefix>`` item per
@@ -115,6 +115,8 @@ class Registry(Protocol):
     def set_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None: ...
 
     def release_prefixes(self, service_ibi: str, prefixes: Sequence[str]) -> None: ...
+
+    def deregister(self, archive: RegisteredArchive) -> bool: ...
 
 
 def _s(value: str | None) -> dict[str, Any]:
@@ -280,6 +282,26 @@ class DynamoRegistry:
             except AWS_ERRORS as error:
                 if not is_conditional_failure(error):
                     raise translate(error, "releasing a prefix", RegistryError) from error
+
+    def deregister(self, archive: RegisteredArchive) -> bool:
+        """Remove ``archive``'s item as it was read (its key's hash unchanged since), then its
+        claims on the prefixes registered with it, then bump the generation: every environment
+        stops asking it within its next check (``directory.py``). False, and nothing changed,
+        if its item changed or went meanwhile."""
+        try:
+            self._client.delete_item(
+                TableName=self._table,
+                Key=_key(archive.service_ibi),
+                ConditionExpression="key_hash = :hash",
+                ExpressionAttributeValues={":hash": {"S": archive.key_hash}},
+            )
+        except AWS_ERRORS as error:
+            if is_conditional_failure(error):
+                return False
+            raise translate(error, "deregistering an Archive", RegistryError) from error
+        self.release_prefixes(archive.service_ibi, archive.prefixes)
+        self._changed()
+        return True
 
     # -- the generation: whether the registry changed -------------------------------------
 

@@ -15,6 +15,13 @@ source not blocked is still accepted. Nothing at all is written for an IBI that 
 registered, and a refused request changes nothing, so it never makes anyone re-read the
 registry.
 
+Never locked out (issue 39): the throttle guards the public switch route only, where a key is all
+a sender shows. The key holder's own paths never consult it — the administrator's
+(:meth:`RegistrationService.administer`, ``POST /admin/switch``, IAM in AWS) and local mode's own
+Archives (:meth:`RegistrationService.admit`) — so a stranger's wrong keys never lock them out; a
+rotation (``administer(rotate=True)``) is all or nothing; :meth:`RegistrationService.deregister`
+removes an Archive and frees its prefixes.
+
 Owners (issue 24, ``owners.py``): a registered Archive owns the prefix of its service IBI
 (unless another Archive's service IBI shares it), and any prefix the administrator registers
 with it (:meth:`RegistrationService.register`, :meth:`RegistrationService.change_prefixes`); a
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from functions.resolver.errors import RegistryError
 from functions.resolver.network import Endpoint, Request, Transport, UnsafeAddress
 from functions.resolver.owners import own_prefixes, owned_by, owners
 from functions.resolver.registry import Contact, PrefixTaken, RegisteredArchive, Registry
@@ -113,6 +121,15 @@ class SwitchAnswer:
     pairs: PairList
     retry_after: int | None = None
     over_cap: bool = False  # a wrong key past the Archive's cap: someone is guessing
+    message: str = ""  # a refusal's reason, as the administration's JSON says it
+
+    def fields(self) -> dict[str, str]:
+        """The answer's pairs as the administration's JSON gives them: ``{name: value}``."""
+        return {
+            name: value if isinstance(value, str) else " ".join(value)
+            for name, value in self.pairs
+            if name != "error"
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +263,83 @@ class RegistrationService:
             self.on_change()
         return answer
 
+    def administer(self, query: Mapping[str, str], *, rotate: bool = False) -> SwitchAnswer:
+        """The administrator's switch (``POST /admin/switch``: IAM-authenticated in AWS): the
+        pairs of Table 5.2, the Archive called back as for any inclusion (§4).
+
+        The caller is authenticated, so the wrong-key throttle is never consulted: a
+        stranger's wrong keys never lock out the key holder. The key must open the Archive's
+        record (a wrong one is refused and never counted) — unless ``rotate``: then the key
+        given becomes the Archive's and the Archive is included with it, or nothing changes.
+        """
+        if query.get("servicesubject") not in SWITCH_SUBJECTS:
+            return _error(400, "servicesubject must be inclusionRequest or exclusionRequest")
+        request = _parse_switch(query)
+        if isinstance(request, SwitchAnswer):
+            return request
+        registered = self.registry.get(request.label)
+        if registered is None:
+            raise UnknownArchive(request.label)
+        at = iso_date(Decimal(int(self.clock())))
+        excluding = query["servicesubject"] == "exclusionRequest"
+        if rotate and excluding:
+            return _error(
+                400, "a key is rotated by an inclusionRequest: the Archive is included with it"
+            )
+        if rotate:
+            return self._rotate(request, registered, at)
+        if not hmac.compare_digest(
+            key_hash(self.pepper, query["registrationkey"]), registered.key_hash
+        ):
+            message = f"{request.label}: this registration key does not open its record"
+            return SwitchAnswer(403, _refused(), message=message)
+        if excluding:
+            self.registry.exclude(request.label, at=at)
+            answer = SwitchAnswer(200, PairList([("status.archive", "excluded")]))
+        else:
+            answer = self._include(request, at)
+        if answer.status == 200:
+            self.on_change()
+        return answer
+
+    def _rotate(self, request: _Switch, registered: RegisteredArchive, at: str) -> SwitchAnswer:
+        """A new key, and the Archive included with it; or, on any failure, the old key back
+        (a rotation is all or nothing)."""
+        try:
+            self.transport.vet(request.endpoint)
+        except UnsafeAddress as error:
+            return _error(400, f"archiveaddress: {error}")  # nothing changed
+        new = key_hash(self.pepper, request.query["registrationkey"])
+        self.registry.register(request.label, registered.forms, new)
+        try:
+            answer = self._include(request, at)
+        except BaseException:
+            self.registry.register(request.label, registered.forms, registered.key_hash)
+            raise
+        finally:
+            self.on_change()
+        if answer.status != 200:
+            self.registry.register(request.label, registered.forms, registered.key_hash)
+        return answer
+
+    def deregister(
+        self, archive_service_ibi: str, *, forget_answers: Callable[[str], None] = lambda _: None
+    ) -> RegisteredArchive:
+        """Remove a registered Archive (the administrator): its record, then its claims on the
+        prefixes registered with it (free again: ``owners.py``); :class:`UnknownArchive` if
+        none. ``forget_answers`` first voids the answers kept as its word (``kept.py``): a
+        failure there leaves it registered, and the call can be made again."""
+        label = parse_label(archive_service_ibi).label
+        for _ in range(3):  # its record changed between the read and the delete: read again
+            known = self.registry.get(label)
+            if known is None:
+                raise UnknownArchive(label)
+            forget_answers(label)
+            if self.registry.deregister(known):
+                self.on_change()
+                return known
+        raise RegistryError(f"deregistering {label}: its record kept changing")
+
     def _switch(self, query: Mapping[str, str], source: str) -> SwitchAnswer:
         if query.get("servicesubject") not in SWITCH_SUBJECTS:
             return _error(400, "servicesubject must be inclusionRequest or exclusionRequest")
@@ -368,7 +462,7 @@ def _too_many(label: str, cause: str, *, ends: int, now: int) -> SwitchAnswer:
     retry_after = max(1, ends - now)
     message = f"{label}: {cause}; retry after {retry_after} s ({iso_date(Decimal(ends))})"
     pairs = PairList([("status.archive", "refused"), ("error", _words(message))])
-    return SwitchAnswer(429, pairs, retry_after=retry_after)
+    return SwitchAnswer(429, pairs, retry_after=retry_after, message=message)
 
 
 def _minutes(seconds: int) -> str:
@@ -380,4 +474,4 @@ def _words(message: str) -> tuple[str, ...]:
 
 
 def _error(status: int, message: str) -> SwitchAnswer:
-    return SwitchAnswer(status, PairList([("error", _words(message))]))
+    return SwitchAnswer(status, PairList([("error", _words(message))]), message=message)

@@ -561,17 +561,21 @@ def _add_switch_commands(archive_commands: Commands) -> None:
 
 
 def cmd_archive_switch(args: argparse.Namespace) -> int:
+    """Through the resolver's administrator's route when this caller authenticates to it
+    (never throttled by a stranger's wrong keys), else through the public route (spec §4)."""
     from ibi.client import ApiError, switch_archive
 
+    resolver = str(resolver_url(args))
     try:
         answer = switch_archive(
             archive_client(args),
-            str(resolver_url(args)),
+            resolver,
             registration_key(args),
             on=args.archive_command == "on",
             resolver_service_ibi=args.resolver_service_ibi,
             admin_email=args.admin_email,
             timeout=args.timeout,
+            administrator=_administrator(args, resolver),
         )
     except ApiError as error:
         if error.status != 403:
@@ -586,6 +590,27 @@ def cmd_archive_switch(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(answer.replace("\r\n", "\n") + "\n")
     return EXIT_OK if ("included" in answer or "excluded" in answer) else EXIT_FAILED
+
+
+def _administrator(args: argparse.Namespace, resolver: str) -> Any:
+    """The resolver's administration, when this caller authenticates to it: signed with SigV4
+    (``--sign``, or an AWS API), or local mode's resolver on loopback (whose administration
+    is its machine's); else None (the public route)."""
+    from ipaddress import ip_address
+    from urllib.parse import urlsplit
+
+    from ibi.client import ApiError, ResolverClient
+
+    try:
+        client = ResolverClient(resolver, sign=args.sign, region=args.region, timeout=args.timeout)
+    except ApiError:
+        return None
+    host = urlsplit(resolver).hostname or ""
+    try:
+        loopback = host == "localhost" or ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    return client if client.signer is not None or loopback else None
 
 
 def switch_pairs(answer: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """``ibi resolver``: a resolver's administration (register an Archive and its key, change the
-prefixes it owns, list the registered Archives)."""
+prefixes it owns, list the registered Archives, deregister one)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,12 @@ def add_resolver_commands(commands: Commands) -> None:
     listing = resolver_commands.add_parser("archives", help="list registered Archives")
     api_options(listing, api=RESOLVER_API, json_help="one JSON object per Archive")
     listing.set_defaults(run=cmd_resolver_archives)
+    deregister = resolver_commands.add_parser(
+        "deregister", help="remove a registered Archive (its prefixes are freed)"
+    )
+    api_options(deregister, api=RESOLVER_API, json_help="the resolver's answer as JSON")
+    deregister.add_argument("archive", type=ibi_argument, metavar="IBI", help="its service IBI")
+    deregister.set_defaults(run=cmd_resolver_deregister)
 
 
 def _resolver_admin(args: argparse.Namespace) -> Any:
@@ -114,4 +120,16 @@ def cmd_resolver_archives(args: argparse.Namespace) -> int:
             print_json(archive)
         else:
             sys.stdout.write(archive_line(archive) + "\n")
+    return EXIT_OK
+
+
+def cmd_resolver_deregister(args: argparse.Namespace) -> int:
+    """Remove a registered Archive: never asked again, the prefixes it owned freed."""
+    answer = _resolver_admin(args).deregister(args.archive)
+    if args.json:
+        print_json(answer)
+    else:
+        freed = " ".join(answer.get("freed") or []) or "none"
+        label = label_of(answer["archiveserviceibi"])
+        sys.stdout.write(f"deregistered {label}; prefixes freed: {freed}\n")
     return EXIT_OK

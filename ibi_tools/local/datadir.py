@@ -177,9 +177,10 @@ def new_registration_key() -> str:
 def rotate_key(data_dir: Path, archive: str) -> str:
     """Give ``archive`` a new registration key, kept in ``<data>/keys/`` for every later start.
 
-    While ``ibi local`` runs on ``data_dir``, the new key is registered at its resolver and the
-    Archive switched on again with it first (§4: the administrator re-keys, the Archive proves
-    it); the key file changes only then, so a failure leaves the old key working.
+    While ``ibi local`` runs on ``data_dir``, its resolver is given the new key and includes the
+    Archive with it in one administrator's request (``POST /admin/switch``, ``rotate``: never
+    the public switch route, so never throttled by anyone's wrong keys), all or nothing; the
+    key file changes only then, so a failure leaves the old key working.
     """
     path = data_dir / "keys" / f"{archive}.key"
     if not path.exists():
@@ -188,22 +189,43 @@ def rotate_key(data_dir: Path, archive: str) -> str:
     key = new_registration_key()
     running = running_endpoints(data_dir)
     if running is not None:
-        from ibi.client import ArchiveClient, ResolverClient, switch_archive
-
-        archive_url = running["archives"].get(archive)
-        if archive_url is None:
-            raise ValueError(f"{archive!r} is not running in this ibi local")
-        client = ArchiveClient(archive_url, sign=False)
-        service = client.service()["archiveserviceibi"]
-        ResolverClient(running["resolver"], sign=False).register(
-            service.get("ibip") or service["rep"], key
-        )
-        answer = switch_archive(client, running["resolver"], key, on=True)
-        if "status.archive included" not in answer:
-            raise RuntimeError(f"{archive} was not switched on with its new key: {answer}")
+        _rotate_at_resolver(running, archive, key, old=path.read_text().strip())
     write_private(path, key + "\n")
     where = "registered at the running resolver" if running else "registered at the next start"
     return f"{archive}: a new registration key in {path} ({where})"
+
+
+def _rotate_at_resolver(running: dict[str, Any], archive: str, key: str, *, old: str) -> None:
+    """The running resolver re-keys ``archive`` and includes it with ``key``, or changes
+    nothing; when no answer came (it may have), the old key is given back the same way."""
+    from ibi.client import ApiError, ArchiveClient, ResolverClient, switch_pairs
+
+    archive_url = running["archives"].get(archive)
+    if archive_url is None:
+        raise ValueError(f"{archive!r} is not running in this ibi local")
+    service = ArchiveClient(archive_url, sign=False).service()
+    ibi = service["archiveserviceibi"]
+
+    def pairs(registration_key: str) -> dict[str, str]:
+        return dict(
+            switch_pairs(
+                address=service["archiveaddress"],
+                service_ibi=ibi.get("ibip") or ibi["rep"],
+                base_url=service["base_url"],
+                registration_key=registration_key,
+                on=True,
+            )
+        )
+
+    resolver = ResolverClient(running["resolver"], sign=False)
+    try:
+        answer = resolver.switch(pairs(key), rotate=True)
+    except (ApiError, OSError) as error:
+        if not isinstance(error, ApiError) or not 400 <= error.status < 500:
+            resolver.switch(pairs(old), rotate=True)  # unknown outcome: the old key again
+        raise RuntimeError(f"{archive} keeps its old key: {error}") from None
+    if answer.get("status.archive") != "included":
+        raise RuntimeError(f"{archive} keeps its old key: the resolver answered {answer}")
 
 
 def running_endpoints(data_dir: Path) -> dict[str, Any] | None:

@@ -356,7 +356,9 @@ def test_every_route_has_a_bucket_of_its_own(
     assert {key for key, value in settings.items() if value == signed} == {
         "POST /admin/archives",
         "GET /admin/archives",
+        "DELETE /admin/archives",
         "POST /admin/prefixes",
+        "POST /admin/switch",
         "GET /admin/{proxy+}",
         "HEAD /admin/{proxy+}",
     }

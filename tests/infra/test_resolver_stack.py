@@ -184,7 +184,9 @@ def test_routes_and_their_authorization(resolver_synthesized: Synthesized[Resolv
         "HEAD /{proxy+}",
         "POST /admin/archives",
         "GET /admin/archives",
+        "DELETE /admin/archives",
         "POST /admin/prefixes",
+        "POST /admin/switch",
         "GET /admin/{proxy+}",
         "HEAD /admin/{proxy+}",
     }
@@ -200,7 +202,13 @@ def test_the_lambda_serves_what_the_api_routes(
 
     served = {(route.method, route.path) for route in app._static_routes + app._dynamic_routes}
     admin = {f"{m} {p}" for m, p in served if p.startswith("/admin/")}
-    assert admin == {"POST /admin/archives", "GET /admin/archives", "POST /admin/prefixes"}
+    assert admin == {
+        "POST /admin/archives",
+        "GET /admin/archives",
+        "DELETE /admin/archives",
+        "POST /admin/prefixes",
+        "POST /admin/switch",
+    }
     assert {m for m, p in served if not p.startswith("/admin/")} <= {"GET", "HEAD"}
 
 
