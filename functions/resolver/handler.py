@@ -84,7 +84,8 @@ SEND_SWITCH = (
     "send the eight pairs of an inclusionRequest or exclusionRequest (spec §4) as a JSON object "
     f'of strings ({", ".join(INCLUSION_PAIRS)}), and optionally "rotate": true'
 )
-SWITCH_REFUSALS = {400: "BadRequest", 403: "KeyRefused"}
+# The service's answers to well-formed JSON: a pair missing or malformed is 422, as a prefix.
+SWITCH_REFUSALS = {400: (422, "Unprocessable"), 403: (403, "KeyRefused")}
 
 
 class BadRegistration(ValueError):
@@ -329,7 +330,8 @@ def administer_switch() -> Response[str]:
     )  # never the registration key
     if answer.status == 200:
         return json_response(200, answer.fields())
-    return error_response(answer.status, SWITCH_REFUSALS[answer.status], answer.message)
+    status, code = SWITCH_REFUSALS[answer.status]
+    return error_response(status, code, answer.message)
 
 
 @app.delete("/admin/archives")

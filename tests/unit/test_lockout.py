@@ -242,4 +242,5 @@ def test_the_admin_switch_route_after_a_strangers_wrong_keys_from_the_same_addre
     status, answer = lambda_call("POST", "/admin/switch", body=body)  # the old key: refused
     assert status == 403 and json.loads(answer)["error"]["code"] == "KeyRefused"
     assert lambda_call("POST", "/admin/switch", body={"servicesubject": "x"})[0] == 400
+    assert lambda_call("POST", "/admin/switch", body={**body, "archiveip": ""})[0] == 422
     assert lambda_call("GET", "/admin/switch")[0] == 405
